@@ -59,9 +59,12 @@ def dense_real_jacobians(
     if use_fwd:
         try:
             return y, _forward(f, args, kwargs, argnums, sizes, m, dtype)
-        except NotImplementedError:
+        except NotImplementedError as exc:
             if mode == "fwd":
-                raise
+                raise NotImplementedError(
+                    f"forward mode needs a JVP rule for every operation: {exc}. "
+                    "Use mode='rev', or mode='auto', which falls back to reverse mode."
+                ) from exc
     return y, _reverse(f, args, kwargs, argnums, sizes, y_arr, dtype)
 
 

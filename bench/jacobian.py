@@ -1,0 +1,69 @@
+"""gx.jacobian against autograd.jacobian (and jax/torch when installed), one run.
+
+    python bench/jacobian.py
+
+Prints seconds per Jacobian and the ratio autograd / gradexplorer (> 1 means
+gradexplorer is faster). Targets: tall >= 50x; square and wide >= 1/1.1.
+"""
+
+import sys
+from pathlib import Path
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import gradexplorer as gx  # noqa: E402
+from _util import best_time, table  # noqa: E402
+
+rng = np.random.default_rng(0)
+CASES = {
+    "square 300->300": (rng.standard_normal((300, 300)) / 17, 300),
+    "tall 10->2000": (rng.standard_normal((2000, 10)) / 3, 10),
+    "wide 2000->10": (rng.standard_normal((10, 2000)) / 45, 2000),
+}
+
+
+def optional_rows(name, W, x):
+    rows = []
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        Wj = jnp.asarray(W)
+        fj = jax.jit(jax.jacfwd(lambda v: jnp.tanh(Wj @ v) * jnp.sum(v)) if W.shape[0] > W.shape[1]
+                     else jax.jacrev(lambda v: jnp.tanh(Wj @ v) * jnp.sum(v)))
+        fj(x).block_until_ready()
+        rows.append(("jax (jit)", best_time(lambda: fj(x).block_until_ready())))
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        Wt, xt = torch.tensor(W), torch.tensor(x)
+        ft = lambda v: torch.tanh(Wt @ v) * v.sum()  # noqa: E731
+        rows.append(("torch", best_time(lambda: torch.autograd.functional.jacobian(ft, xt))))
+    except ImportError:
+        pass
+    return rows
+
+
+def main():
+    rows = []
+    for name, (W, n) in CASES.items():
+        f = lambda v, W=W: anp.tanh(W @ v) * anp.sum(v)  # noqa: E731
+        x = rng.standard_normal(n)
+        J_ag = autograd.jacobian(f)(x)
+        J_gx = gx.jacobian(f)(x)
+        assert np.allclose(J_ag, J_gx, rtol=1e-12, atol=1e-12)
+        t_ag = best_time(lambda: autograd.jacobian(f)(x), repeat=3)
+        t_gx = best_time(lambda: gx.jacobian(f)(x), repeat=3)
+        rows.append((name, f"{t_gx * 1e3:.2f} ms", f"{t_ag * 1e3:.2f} ms", f"{t_ag / t_gx:.1f}x"))
+        for other, t in optional_rows(name, W, x):
+            rows.append((f"  {other}", "", f"{t * 1e3:.2f} ms", f"{t / t_gx:.2f}x"))
+    print(table(rows, ("case", "gradexplorer", "autograd.jacobian", "autograd / gx")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Packaging contracts: light imports, one dependency list, README and CI agree."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_loads_no_display_library():
+    code = (
+        "import sys, gradexplorer as gx; gx.grad; gx.check_grads if hasattr(gx, 'check_grads') "
+        "else None; bad = [m for m in ('matplotlib', 'ipywidgets', 'ipympl') if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_core_modules_never_import_display_layers():
+    core = [p for p in (ROOT / "gradexplorer").glob("*.py") if p.stem not in {"plot", "widgets"}]
+    pattern = re.compile(r"^\s*(import|from)\s+(matplotlib|ipywidgets|ipympl)\b", re.M)
+    offenders = [p.name for p in core if pattern.search(p.read_text())]
+    # __main__ and the report's PNG repr load matplotlib lazily inside functions only
+    top_level = [
+        p.name for p in core
+        if re.search(r"^(import|from)\s+(matplotlib|ipywidgets|ipympl)\b", p.read_text(), re.M)
+    ]
+    assert top_level == [], top_level
+    assert set(offenders) <= {"__main__.py", "report.py", "localize.py", "testing.py"}
+
+
+def _norm(req: str) -> str:
+    name = re.split(r"[<>=!\[ ;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return name
+
+
+def test_environment_yml_matches_pyproject():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pip = {_norm(r) for r in meta["dependencies"]}
+    for extra in meta["optional-dependencies"].values():
+        pip |= {_norm(r) for r in extra if not r.startswith("gradexplorer")}
+    pip = {"distributed" if p == "dask" else p for p in pip} | {"dask"}  # dask[distributed]
+    env = set()
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        m = re.match(r"\s*-\s+([A-Za-z0-9_.-]+)", line)
+        if m and m.group(1) != "conda-forge":
+            env.add(_norm(m.group(1)))
+    env.discard("python")
+    assert pip == env, (pip ^ env)
+
+
+def readme_commands():
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```[a-z]*\n(.*?)```", text, re.S).group(1)
+    return [ln for ln in block.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def test_readme_opens_with_two_commands_and_ci_runs_the_second():
+    cmds = readme_commands()
+    assert len(cmds) == 2, cmds
+    assert "jupyter lab" in cmds[0] and "notebooks/00_tour.ipynb" in cmds[0]
+    assert "pytest" in cmds[1] and ".venv" in cmds[1]
+    assert cmds[1] in (ROOT / ".ci" / "run").read_text()
