@@ -14,8 +14,9 @@ import autograd.numpy as anp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-import gradexplorer as gx  # noqa: E402
 from _util import best_time, table  # noqa: E402
+
+import gradexplorer as gx  # noqa: E402
 
 rng = np.random.default_rng(0)
 CASES = {
@@ -32,8 +33,11 @@ def optional_rows(name, W, x):
         import jax.numpy as jnp
 
         Wj = jnp.asarray(W)
-        fj = jax.jit(jax.jacfwd(lambda v: jnp.tanh(Wj @ v) * jnp.sum(v)) if W.shape[0] > W.shape[1]
-                     else jax.jacrev(lambda v: jnp.tanh(Wj @ v) * jnp.sum(v)))
+        fj = jax.jit(
+            jax.jacfwd(lambda v: jnp.tanh(Wj @ v) * jnp.sum(v))
+            if W.shape[0] > W.shape[1]
+            else jax.jacrev(lambda v: jnp.tanh(Wj @ v) * jnp.sum(v))
+        )
         fj(x).block_until_ready()
         rows.append(("jax (jit)", best_time(lambda: fj(x).block_until_ready())))
     except ImportError:

@@ -40,6 +40,7 @@ from .errors import (
     NotDeterministicError,
     NullTypeGradError,
 )
+from .fd import FDResult, default_step, numeric_jacobian
 from .jacobians import hessian, hvp, jacobian, real_jacobian
 
 __version__ = "0.1.0"

@@ -173,6 +173,7 @@ class Side:
     name: str
     shape: tuple[int, ...]
     complex: bool
+    dtype: str = "float64"
 
     @property
     def size(self) -> int:
@@ -201,7 +202,9 @@ class Side:
 
 
 def side_of(x: Any, name: str) -> Side:
-    return Side(name, tuple(onp.shape(x)), bool(is_complex(x)))
+    x = getval(x)
+    dtype = onp.asarray(x).dtype if not isinstance(x, (float, complex)) else onp.dtype(type(x))
+    return Side(name, tuple(onp.shape(x)), bool(is_complex(x)), str(dtype))
 
 
 def to_real_vector(x: Any) -> onp.ndarray:
@@ -221,11 +224,33 @@ def from_real_vector(v: Any, side: Side, np=onp) -> Any:
     return np.reshape(v, side.shape)
 
 
+def from_real_batch(V: onp.ndarray, side: Side) -> onp.ndarray:
+    """Rows of V (each a realified point) back to a batch ``(k,) + side.shape``."""
+    k = V.shape[0]
+    if side.complex:
+        n = side.size
+        Z = (V[:, :n] + 1j * V[:, n:]).astype(side.dtype, copy=False)
+        return Z.reshape((k,) + side.shape)
+    return V.astype(side.dtype, copy=False).reshape((k,) + side.shape)
+
+
 def realify_output(y: Any, np=onp) -> Any:
-    """Traced version of :func:`to_real_vector` (works on autograd boxes)."""
+    """Traced version of :func:`to_real_vector` (works on autograd boxes).
+
+    A list/tuple of outputs is realified piece by piece and stacked.
+    """
+    if isinstance(y, (list, tuple)):
+        return np.concatenate([realify_output(yk, np) for yk in y])
     if onp.iscomplexobj(_value(y)):
         return np.concatenate([np.ravel(np.real(y)), np.ravel(np.imag(y))])
     return np.ravel(y)
+
+
+def output_sides(y: Any) -> list[Side]:
+    """Sides of f's output(s): ``y`` for one array, ``y0, y1, ...`` for several."""
+    if isinstance(y, (list, tuple)):
+        return [side_of(yk, f"y{k}") for k, yk in enumerate(y)]
+    return [side_of(y, "y")]
 
 
 def _value(y: Any) -> Any:

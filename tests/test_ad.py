@@ -252,11 +252,13 @@ def test_disconnected_inputs_policies():
     assert info.value.parameter == "y"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _, gy = gx.grad(f, wrt=(0, 1), disconnected_inputs="ignore",
-                        return_disconnected="none")(x, y)
+        _, gy = gx.grad(f, wrt=(0, 1), disconnected_inputs="ignore", return_disconnected="none")(
+            x, y
+        )
     assert gy is None
-    _, gy = gx.grad(f, wrt=(0, 1), disconnected_inputs="ignore",
-                    return_disconnected="disconnected")(x, y)
+    _, gy = gx.grad(
+        f, wrt=(0, 1), disconnected_inputs="ignore", return_disconnected="disconnected"
+    )(x, y)
     assert gy is gx.DISCONNECTED and isinstance(gy, gx.DisconnectedType)
     with pytest.raises(ValueError, match="disconnected_inputs"):
         gx.grad(f, disconnected_inputs="maybe")
@@ -267,8 +269,11 @@ def test_null_gradients_raise_only_when_needed():
     def scale_by(x, k):
         return x * k
 
-    gx.defvjp(scale_by, lambda ans, x, k: lambda g: g * k,
-              gx.grad_not_implemented(scale_by, 1, "k is a hyperparameter"))
+    gx.defvjp(
+        scale_by,
+        lambda ans, x, k: lambda g: g * k,
+        gx.grad_not_implemented(scale_by, 1, "k is a hyperparameter"),
+    )
     f = lambda x, k: anp.sum(scale_by(x, k))  # noqa: E731
     close(gx.grad(f, 0)(np.ones(2), 3.0), 3 * np.ones(2))
     with pytest.raises(gx.NullTypeGradError, match="scale_by.*input 1.*hyperparameter"):
@@ -288,8 +293,10 @@ def test_null_gradients_raise_only_when_needed():
 # ------------------------------------------------------------------ bad input
 
 
-@pytest.mark.parametrize("op", [gx.grad, gx.jacobian, gx.real_jacobian, gx.hessian,
-                                gx.value_and_grad, gx.gradient_function])
+@pytest.mark.parametrize(
+    "op",
+    [gx.grad, gx.jacobian, gx.real_jacobian, gx.hessian, gx.value_and_grad, gx.gradient_function],
+)
 def test_non_callable(op):
     with pytest.raises(TypeError, match="callable"):
         op(np.ones(3))

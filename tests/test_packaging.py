@@ -25,7 +25,8 @@ def test_core_modules_never_import_display_layers():
     offenders = [p.name for p in core if pattern.search(p.read_text())]
     # __main__ and the report's PNG repr load matplotlib lazily inside functions only
     top_level = [
-        p.name for p in core
+        p.name
+        for p in core
         if re.search(r"^(import|from)\s+(matplotlib|ipywidgets|ipympl)\b", p.read_text(), re.M)
     ]
     assert top_level == [], top_level
@@ -49,7 +50,7 @@ def test_environment_yml_matches_pyproject():
         if m and m.group(1) != "conda-forge":
             env.add(_norm(m.group(1)))
     env.discard("python")
-    assert pip == env, (pip ^ env)
+    assert pip == env, pip ^ env
 
 
 def readme_commands():
