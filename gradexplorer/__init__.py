@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from autograd.extend import defjvp, defvjp, primitive
 
-from . import gallery
+from . import gallery, testing
 from .ad import (
     DISCONNECTED,
     DisconnectedType,
@@ -26,6 +26,14 @@ from .ad import (
     gradient_function,
     value_and_grad,
     value_and_gradients_function,
+)
+from .check import check_grads
+from .classic import (
+    abs_rel_err,
+    compute_gradient,
+    compute_gradient_error,
+    numeric_grad,
+    verify_grad,
 )
 from .complex import ComplexBlocks, cauchy_riemann_residual, complex_blocks
 from .errors import (
@@ -42,6 +50,7 @@ from .errors import (
 )
 from .fd import FDResult, default_step, numeric_jacobian
 from .jacobians import hessian, hvp, jacobian, real_jacobian
+from .report import CheckReport, Entry
 
 __version__ = "0.1.0"
 
@@ -66,37 +75,15 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "grad",
-    "value_and_grad",
-    "value_and_gradients_function",
-    "gradient_function",
-    "jacobian",
-    "real_jacobian",
-    "hessian",
-    "hvp",
-    "Lop",
-    "Rop",
-    "format_as",
-    "DisconnectedType",
-    "DISCONNECTED",
-    "grad_not_implemented",
-    "grad_undefined",
-    "primitive",
-    "defvjp",
-    "defjvp",
-    "complex_blocks",
-    "cauchy_riemann_residual",
-    "ComplexBlocks",
-    "gallery",
-    "GradExplorerError",
-    "GradientError",
-    "DisconnectedInputError",
-    "DisconnectedInputWarning",
-    "NullTypeGradError",
-    "GradUndefinedError",
-    "JacobianTooLargeError",
-    "NonFiniteWarning",
-    "NotDeterministicError",
-    "InputMutationError",
-    *_LAZY,
-]
+    "grad", "value_and_grad", "value_and_gradients_function", "gradient_function",
+    "jacobian", "real_jacobian", "hessian", "hvp", "Lop", "Rop", "format_as",
+    "DisconnectedType", "DISCONNECTED", "grad_not_implemented", "grad_undefined",
+    "primitive", "defvjp", "defjvp", "complex_blocks", "cauchy_riemann_residual",
+    "ComplexBlocks", "gallery", "FDResult", "default_step", "numeric_jacobian",
+    "check_grads", "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
+    "verify_grad", "numeric_grad", "abs_rel_err", "testing",
+    "GradExplorerError", "GradientError", "DisconnectedInputError",
+    "DisconnectedInputWarning", "NullTypeGradError", "GradUndefinedError",
+    "JacobianTooLargeError", "NonFiniteWarning", "NotDeterministicError",
+    "InputMutationError", *_LAZY,
+]  # fmt: skip

@@ -27,6 +27,7 @@ def check_callable(f: Any, what: str = "f") -> None:
 
 def parameter_names(f: Callable) -> list[str]:
     """Names of f's positional parameters (empty when they cannot be read)."""
+    f = getattr(f, "fun", f) if getattr(f, "_is_autograd_primitive", False) else f
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
@@ -36,6 +37,7 @@ def parameter_names(f: Callable) -> list[str]:
 
 
 def has_var_positional(f: Callable) -> bool:
+    f = getattr(f, "fun", f) if getattr(f, "_is_autograd_primitive", False) else f
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):

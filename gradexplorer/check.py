@@ -1,0 +1,481 @@
+"""check_grads: every Jacobian entry judged against its own finite-difference error.
+
+The function is first turned into a map between real vectors (complex sides
+realified, inputs concatenated), so one checker covers several inputs,
+several outputs, complex functions and second derivatives alike.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as onp
+
+from ._args import (
+    Side,
+    as_differentiable,
+    bind_positional,
+    check_callable,
+    output_sides,
+    param_label,
+    realify_output,
+    resolve_wrt,
+    side_of,
+    to_real_vector,
+)
+from ._trace import trace_vjp
+from .errors import InputMutationError, NonFiniteWarning, NotDeterministicError
+from .fd import RealMap, default_step, directional_derivatives, eps_of
+from .jacobians import dense_real_jacobians
+from .report import Blocks, CheckReport, Entry, verdict_for
+
+__all__ = ["check_grads", "as_rng", "Problem"]
+
+_MODES = ("auto", "full", "fast")
+#: Above this many dense entries (or inputs), mode="auto" switches to the fast check.
+AUTO_FAST_ENTRIES = 4_000_000
+AUTO_FAST_INPUTS = 4_000
+FD_SAFETY = 4.0
+
+
+def as_rng(rng: Any) -> onp.random.Generator:
+    """A numpy Generator from a Generator, a RandomState, an int seed or None."""
+    if rng is None or isinstance(rng, (int, onp.integer)):
+        return onp.random.default_rng(rng)
+    if isinstance(rng, onp.random.Generator):
+        return rng
+    if isinstance(rng, onp.random.RandomState):
+        return onp.random.default_rng(rng.randint(0, 2**31 - 1))
+    if rng is onp.random:
+        return onp.random.default_rng(onp.random.randint(0, 2**31 - 1))
+    raise TypeError(
+        f"rng must be a numpy Generator, a RandomState or an int seed; got {type(rng).__name__}."
+    )
+
+
+@dataclass
+class Problem:
+    """f as a real-vector map ``F(*vs)`` plus what is needed to label and judge it."""
+
+    F: Callable  # autograd-traceable, real vectors in, real vector out
+    vs: list  # the realified point, one vector per selected input
+    argnums: tuple
+    in_sides: list
+    out_sides: list
+    eps: float
+    name: str
+
+    @property
+    def x0(self) -> onp.ndarray:
+        return onp.concatenate([onp.asarray(v, dtype=self.vs[0].dtype) for v in self.vs])
+
+    def split(self, x: onp.ndarray) -> list:
+        out, start = [], 0
+        for v in self.vs:
+            out.append(x[start : start + v.size])
+            start += v.size
+        return out
+
+    def realmap(self) -> RealMap:
+        sides = [
+            Side(s.name, (v.size,), False, str(v.dtype)) for s, v in zip(self.in_sides, self.vs)
+        ]
+        return RealMap(self.F, self.vs, {}, tuple(range(len(self.vs))), sides)
+
+    def steps(self, method: str) -> onp.ndarray:
+        return onp.concatenate([_side_steps(v, s, method) for v, s in zip(self.vs, self.in_sides)])
+
+
+def _side_steps(v: onp.ndarray, side: Side, method: str) -> onp.ndarray:
+    if side.complex:
+        n = side.size
+        z = v[:n] + 1j * v[n:]
+        s = default_step(z, method)
+        return onp.concatenate([s, s])
+    return default_step(v, method)
+
+
+def build_problem(f: Callable, args: tuple, kwargs: dict, wrt: Any) -> Problem:
+    """Validate the call, guard against mutation and non-determinism, realify."""
+    check_callable(f)
+    args, kwargs = bind_positional(f, args, kwargs)
+    if wrt is None:
+        argnums = tuple(i for i, a in enumerate(args) if _differentiable(a))
+        if not argnums:
+            raise TypeError(
+                "check_grads found no float or complex argument to differentiate; pass "
+                "float arrays (x.astype(float)) or select inputs with wrt=."
+            )
+    else:
+        argnums, _ = resolve_wrt(f, wrt, len(args))
+    for i in argnums:
+        args[i] = as_differentiable(args[i], param_label(f, i))
+    y = _guarded_call(f, args, kwargs, argnums)
+    in_sides = [side_of(args[i], param_label(f, i)) for i in argnums]
+    out_sides = output_sides(y)
+    dtypes = [s.dtype for s in in_sides] + [str(onp.asarray(yk).dtype) for yk in _outs(y)]
+    eps = max(eps_of(onp.empty(0, d).real.dtype) for d in dtypes)
+    vs = [to_real_vector(args[i]) for i in argnums]
+
+    def F(*ws):
+        a = list(args)
+        for i, w, s in zip(argnums, ws, in_sides):
+            a[i] = _unrealify(w, s)
+        return realify_output(f(*a, **kwargs), np=anp)
+
+    return Problem(F, vs, argnums, in_sides, out_sides, eps, getattr(f, "__name__", "f"))
+
+
+def _unrealify(w, s: Side):
+    if s.complex:
+        n = s.size
+        z = w[:n] + 1j * w[n:]
+        return anp.reshape(z, s.shape) if s.shape else z[0]
+    return anp.reshape(w, s.shape) if s.shape else w[0]
+
+
+def _differentiable(a: Any) -> bool:
+    if isinstance(a, (bool, int, onp.integer, onp.bool_)):
+        return False
+    try:
+        return onp.asarray(a).dtype.kind in "fc"
+    except Exception:
+        return False
+
+
+def _outs(y: Any) -> list:
+    return list(y) if isinstance(y, (list, tuple)) else [y]
+
+
+def _guarded_call(f: Callable, args: list, kwargs: dict, argnums) -> Any:
+    before = [copy.deepcopy(a) for a in args]
+    y1 = f(*args, **kwargs)
+    for i, (a, b) in enumerate(zip(args, before)):
+        if isinstance(b, onp.ndarray) and not onp.array_equal(a, b, equal_nan=True):
+            raise InputMutationError(
+                f"f changed its argument {param_label(f, i)!r} in place (first change at "
+                f"flat index {int(onp.flatnonzero(~_same(a, b))[0])}); derivatives of a "
+                "function that mutates its input cannot be checked. Copy the array inside "
+                "f (x = x.copy()) or write it without in-place updates."
+            )
+    for k, yk in enumerate(_outs(y1)):
+        arr = onp.asarray(yk)
+        if arr.dtype.kind not in "fc":
+            raise TypeError(
+                f"f's output{'' if len(_outs(y1)) == 1 else f' {k}'} has dtype {arr.dtype}; "
+                "derivatives need float or complex outputs. Return floats from f."
+            )
+        side = side_of(arr, "y" if len(_outs(y1)) == 1 else f"y{k}")
+        from ._args import nonfinite_summary
+
+        summary = nonfinite_summary(arr, side)
+        if summary:
+            warnings.warn(NonFiniteWarning(f"f's output has {summary}"), stacklevel=4)
+    y2 = f(*args, **kwargs)
+    for k, (a, b) in enumerate(zip(_outs(y1), _outs(y2))):
+        a, b = onp.asarray(a), onp.asarray(b)
+        if a.shape != b.shape or not onp.array_equal(a, b, equal_nan=True):
+            where = (
+                ""
+                if a.shape != b.shape
+                else (
+                    f" (first at flat index {int(onp.flatnonzero(~_same(a, b))[0])}: "
+                    f"{a.ravel()[onp.flatnonzero(~_same(a, b))[0]]!r} then "
+                    f"{b.ravel()[onp.flatnonzero(~_same(a, b))[0]]!r})"
+                )
+            )
+            raise NotDeterministicError(
+                f"f is not deterministic: two calls at the same point gave different "
+                f"output{'' if len(_outs(y1)) == 1 else f' {k}'}{where}. Finite differences "
+                "need a deterministic f: fix the random seed inside f or pass the noise in."
+            )
+    return y1
+
+
+def _same(a, b) -> onp.ndarray:
+    a, b = onp.asarray(a).ravel(), onp.asarray(b).ravel()
+    return (a == b) | (onp.isnan(a) & onp.isnan(b)) if a.dtype.kind in "fc" else a == b
+
+
+def default_tolerances(eps: float, scale: float, atol=None, rtol=None) -> tuple[float, float]:
+    """``rtol = sqrt(eps)``; ``atol = 100·eps·max|J|`` (eps of the lowest precision)."""
+    rtol = float(onp.sqrt(eps)) if rtol is None else float(rtol)
+    atol = 100 * eps * scale if atol is None else float(atol)
+    return atol, rtol
+
+
+def judge(analytic, numeric, fd_error, atol, rtol) -> onp.ndarray:
+    """violation = |a - n| / (4·fd_error + rtol·max(|a|, |n|) + atol); > 1 fails."""
+    with onp.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        diff = onp.abs(analytic - numeric)
+        allowed = FD_SAFETY * fd_error + rtol * onp.maximum(onp.abs(analytic), onp.abs(numeric))
+        allowed = allowed + atol
+        v = onp.where(allowed > 0, diff / allowed, onp.where(diff > 0, onp.inf, 0.0))
+    v[~(onp.isfinite(analytic) & onp.isfinite(numeric))] = onp.inf
+    return v
+
+
+def make_entry(p: Problem, rows: Blocks, cols: Blocks, i, j, a, n, e, v, suffix="") -> Entry:
+    _, rside, ri = rows.locate(i)
+    b, cside, cj = cols.locate(j)
+    return Entry(
+        wrt=int(p.argnums[b]),
+        out_index=rside.index(ri),
+        in_index=cside.index(cj),
+        analytic=float(a),
+        numeric=float(n),
+        abs_err=float(abs(a - n)),
+        fd_error=float(e),
+        label=f"{rside.label(ri)} / {cside.label(cj)}{suffix}",
+        violation=float(v),
+        row=int(i),
+        col=int(j),
+        verdict=verdict_for(float(v), float(a), float(n), float(e)),
+    )
+
+
+def check_grads(
+    f: Callable,
+    *args: Any,
+    wrt: Any = None,
+    order: int = 1,
+    mode: str = "auto",
+    atol: float | None = None,
+    rtol: float | None = None,
+    rng: Any = None,
+    method: str = "richardson",
+    **kwargs: Any,
+) -> CheckReport:
+    """Check f's derivatives against finite differences, entry by entry.
+
+    Parameters
+    ----------
+    f : callable
+        Written with ``autograd.numpy``; may return one array or a list.
+    *args
+        The point (keyword arguments after the options go to f).
+    wrt : int, str, sequence of them, or None
+        Inputs to check (None: every float or complex argument).
+    order : {1, 2}
+        2 also checks second derivatives: the Hessian of a scalar f, or the
+        Jacobian of the VJP with a random cotangent (the Hessian of u·f).
+    mode : {"auto", "full", "fast"}
+        ``full`` builds both Jacobians; ``fast`` compares random projections
+        and, on failure, locates the wrong entries by group testing without
+        building them. ``auto`` picks fast for large problems.
+    atol, rtol : float, optional
+        Added to the FD error estimate; defaults ``100·eps·max|J|`` and
+        ``sqrt(eps)`` of the lowest precision involved.
+    rng : Generator, RandomState or int, optional
+        For the random projections and cotangents.
+
+    Returns
+    -------
+    CheckReport
+
+    Examples
+    --------
+    >>> import autograd.numpy as anp
+    >>> check_grads(lambda x: anp.sin(x) * x, anp.linspace(0.1, 1.0, 4)).passed
+    True
+    """
+    if order not in (1, 2):
+        raise ValueError(f"order must be 1 or 2; got {order!r}.")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {list(_MODES)}; got {mode!r}.")
+    gen = as_rng(rng)
+    p = build_problem(f, args, kwargs, wrt)
+    n = sum(v.size for v in p.vs)
+    m = sum(s.real_size for s in p.out_sides)
+    chosen = mode
+    if mode == "auto":
+        chosen = "fast" if (n > AUTO_FAST_INPUTS or n * m > AUTO_FAST_ENTRIES) else "full"
+    first = _check_problem(p, chosen, method, atol, rtol, gen, order=1)
+    if order == 1:
+        return first
+    q = second_order_problem(p, gen)
+    second = _check_problem(q, chosen, method, atol, rtol, gen, order=2)
+    return _with(second, first_order=first, passed=first.passed and second.passed)
+
+
+def _with(report: CheckReport, **changes) -> CheckReport:
+    from dataclasses import replace
+
+    return replace(report, **changes)
+
+
+def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:
+    """The problem ``x -> grad(u·F)(x)``: its Jacobian is the Hessian of u·F."""
+    m = sum(s.real_size for s in p.out_sides)
+    scalar = m == 1
+    u = onp.ones(1) if scalar else gen.standard_normal(m)
+    F = p.F
+    k = len(p.vs)
+
+    def G(*vs):
+        tr = trace_vjp(lambda *ws: anp.sum(F(*ws) * u), vs, {}, tuple(range(k)))
+        return anp.concatenate([anp.ravel(g) for g in tr.backward(1.0)])
+
+    prefix = "d" + ("y" if scalar and len(p.out_sides) == 1 else "(u·y)")
+    rows = [Side(f"{prefix}/d{s.name}", s.shape, s.complex, s.dtype) for s in p.in_sides]
+    return Problem(G, p.vs, p.argnums, p.in_sides, rows, p.eps, p.name)
+
+
+def _check_problem(p, mode, method, atol, rtol, gen, order) -> CheckReport:
+    if mode == "fast":
+        from .grouptest import fast_check
+
+        return fast_check(p, method, atol, rtol, gen, order)
+    return full_check(p, method, atol, rtol, order)
+
+
+def full_check(p: Problem, method: str, atol, rtol, order: int) -> CheckReport:
+    rows, cols = Blocks(tuple(p.out_sides)), Blocks(tuple(p.in_sides))
+    k = len(p.vs)
+    y0, mats = dense_real_jacobians(p.F, p.vs, {}, tuple(range(k)), "rev")
+    A = onp.hstack(mats).astype(float)
+    ngrad = A.shape[0]
+    fwd = None
+    try:
+        _, fmats = dense_real_jacobians(p.F, p.vs, {}, tuple(range(k)), "fwd")
+        fwd = onp.hstack(fmats).astype(float)
+        ngrad += fwd.shape[1]
+    except NotImplementedError:
+        pass
+    x0 = p.x0
+    y0 = onp.asarray(y0, dtype=float)
+    steps = _exact(x0, p.steps(method))
+    est, err, nfev = directional_derivatives(
+        p.realmap().batch, x0, None, x0.size, steps, method, y0, x0.dtype
+    )
+    N, E = est.T, err.T
+    scale = float(onp.max(onp.abs(N[onp.isfinite(N)]), initial=0.0))
+    atol_, rtol_ = default_tolerances(p.eps, scale, atol, rtol)
+    V = judge(A, N, E, atol_, rtol_)
+    notes = []
+    entries_fwd = []
+    if fwd is not None:
+        Vf = judge(fwd, N, E, atol_, rtol_)
+        only_fwd = onp.argwhere((Vf > 1) & (V <= 1))
+        if len(only_fwd):
+            notes.append(
+                f"forward mode (JVP) disagrees with the FD at {len(only_fwd)} entries where "
+                "reverse mode (VJP) is right: a defjvp rule is wrong."
+            )
+            entries_fwd = [
+                make_entry(p, rows, cols, i, j, fwd[i, j], N[i, j], E[i, j], Vf[i, j], " [fwd]")
+                for i, j in only_fwd
+            ]
+    else:
+        notes.append("forward mode not checked: an operation has no JVP rule.")
+    bad = onp.argwhere(V > 1)
+    kinks, kink_set = _kinks(p, bad, A, N, E, atol_, rtol_, rows, cols)
+    nfev += 2 * len({j for _, j in bad[:200]}) if len(bad) else 0
+    mism = [
+        make_entry(p, rows, cols, i, j, A[i, j], N[i, j], E[i, j], V[i, j])
+        for i, j in bad
+        if (int(i), int(j)) not in kink_set
+    ] + entries_fwd
+    mism.sort(key=lambda e: -e.violation if onp.isfinite(e.violation) else -onp.inf)
+    order_idx = onp.argsort(-onp.nan_to_num(V, posinf=onp.finfo(float).max), axis=None)[:10]
+    worst = [
+        make_entry(
+            p,
+            rows,
+            cols,
+            *onp.unravel_index(t, V.shape),
+            A.flat[t],
+            N.flat[t],
+            E.flat[t],
+            V.flat[t],
+        )
+        for t in order_idx
+    ]
+    if kinks:
+        notes.append(
+            f"{len(kinks)} entr{'y is' if len(kinks) == 1 else 'ies are'} at a kink (one-sided "
+            "derivatives differ): not differentiable here, so not counted as gradient bugs."
+        )
+    with onp.errstate(invalid="ignore", divide="ignore"):
+        rel = onp.abs(A - N) / onp.maximum(onp.maximum(onp.abs(A), onp.abs(N)), 1e-300)
+    return CheckReport(
+        passed=not mism,
+        analytic=A,
+        numeric=N,
+        abs_err=onp.abs(A - N),
+        rel_err=rel,
+        fd_error=E,
+        violation=V,
+        worst=tuple(worst),
+        mismatches=tuple(mism),
+        rows=rows,
+        cols=cols,
+        order=order,
+        mode="full",
+        method=method,
+        dtype=str(onp.result_type(*[s.dtype for s in p.in_sides])),
+        atol=atol_,
+        rtol=rtol_,
+        nfev=int(nfev) + 2,
+        ngrad=int(ngrad),
+        kinks=tuple(kinks),
+        notes=tuple(notes),
+        function=p.name,
+    )
+
+
+def _exact(x0, steps):
+    s = steps.astype(x0.dtype)
+    exact = ((x0 + s) - x0).astype(float)
+    return onp.where(exact > 0, exact, steps)
+
+
+def _kinks(p: Problem, bad, A, N, E, atol, rtol, rows, cols):
+    """Failing entries whose left and right derivatives differ: kinks, not bugs."""
+    if not len(bad):
+        return [], set()
+    columns = sorted({int(j) for _, j in bad})[:200]
+    x0 = p.x0
+    y0 = onp.asarray(p.F(*p.vs), dtype=float)
+    gmap = p.realmap().batch
+    one_sided = {}
+    for method in ("forward", "backward"):
+        steps = _exact(x0, p.steps(method))
+        dirs = [onp.eye(1, x0.size, j, dtype=x0.dtype)[0] for j in columns]
+        est, err, _ = directional_derivatives(
+            gmap,
+            x0,
+            lambda t: dirs[t],
+            len(columns),
+            onp.array([steps[j] for j in columns]),
+            method,
+            y0,
+            x0.dtype,
+        )
+        one_sided[method] = (est, err)
+    kinks, kink_set = [], set()
+    pos = {j: t for t, j in enumerate(columns)}
+    (ef, rf), (eb, rb) = one_sided["forward"], one_sided["backward"]
+    for i, j in bad:
+        t = pos.get(int(j))
+        if t is None:
+            continue
+        right, left = ef[t, i], eb[t, i]
+        gap = abs(right - left)
+        if gap > FD_SAFETY * (rf[t, i] + rb[t, i]) + rtol * max(abs(right), abs(left)) + atol:
+            e = make_entry(p, rows, cols, i, j, A[i, j], N[i, j], E[i, j], 0.0)
+            verdict = f"not differentiable here: right derivative {right:.6g}, left {left:.6g}"
+            kinks.append(_replace_verdict(e, verdict))
+            kink_set.add((int(i), int(j)))
+    return kinks, kink_set
+
+
+def _replace_verdict(e: Entry, verdict: str) -> Entry:
+    from dataclasses import replace
+
+    return replace(e, verdict=verdict)
