@@ -61,8 +61,8 @@ def main():
         J_ag = autograd.jacobian(f)(x)
         J_gx = gx.jacobian(f)(x)
         assert np.allclose(J_ag, J_gx, rtol=1e-12, atol=1e-12)
-        t_ag = best_time(lambda: autograd.jacobian(f)(x), repeat=3)
-        t_gx = best_time(lambda: gx.jacobian(f)(x), repeat=3)
+        t_ag = best_time(lambda f=f, x=x: autograd.jacobian(f)(x), repeat=3)
+        t_gx = best_time(lambda f=f, x=x: gx.jacobian(f)(x), repeat=3)
         rows.append((name, f"{t_gx * 1e3:.2f} ms", f"{t_ag * 1e3:.2f} ms", f"{t_ag / t_gx:.1f}x"))
         for other, t in optional_rows(name, W, x):
             rows.append((f"  {other}", "", f"{t * 1e3:.2f} ms", f"{t / t_gx:.2f}x"))

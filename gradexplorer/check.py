@@ -51,8 +51,8 @@ def as_rng(rng: Any) -> onp.random.Generator:
         return rng
     if isinstance(rng, onp.random.RandomState):
         return onp.random.default_rng(rng.randint(0, 2**31 - 1))
-    if rng is onp.random:
-        return onp.random.default_rng(onp.random.randint(0, 2**31 - 1))
+    if rng is onp.random:  # the module itself, as Theano-era code passes it
+        return onp.random.default_rng(onp.random.mtrand._rand.randint(0, 2**31 - 1))
     raise TypeError(
         f"rng must be a numpy Generator, a RandomState or an int seed; got {type(rng).__name__}."
     )
@@ -450,7 +450,7 @@ def _kinks(p: Problem, bad, A, N, E, atol, rtol, rows, cols):
         est, err, _ = directional_derivatives(
             gmap,
             x0,
-            lambda t: dirs[t],
+            dirs.__getitem__,
             len(columns),
             onp.array([steps[j] for j in columns]),
             method,

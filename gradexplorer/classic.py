@@ -169,10 +169,7 @@ class numeric_grad:  # noqa: N801 - the reference API's name
             as_differentiable(onp.asarray(p, dtype=onp.asarray(p).dtype), f"pt[{k}]")
             for k, p in enumerate(pts)
         ]
-        pts = [
-            onp.array(p, dtype=float if p.dtype.kind == "f" and p.dtype.itemsize > 4 else p.dtype)
-            for p in pts
-        ]
+        pts = [onp.array(p) for p in pts]  # private copies: perturbed in place below
         if eps is None:
             eps = max(_TYPE_EPS.get(str(p.dtype), 1e-7) for p in pts)
         self.eps = eps

@@ -235,7 +235,8 @@ def directional_derivatives(
     """Estimate ``J @ d_i`` for k directions with a method's scheme.
 
     ``directions(i)`` gives direction i (length N), or None for the unit
-    vectors e_0..e_{k-1} (Jacobian columns); ``steps[i]`` is its step. Returns ``(estimates (k, m), errors (k, m), nfev)``.
+    vectors e_0..e_{k-1} (Jacobian columns); ``steps[i]`` is its step.
+    Returns ``(estimates (k, m), errors (k, m), nfev)``.
     """
     scheme = SCHEMES[method]
     offsets = onp.array(scheme.offsets, dtype=float)

@@ -90,7 +90,8 @@ def verdict_for(violation: float, analytic: float, numeric: float, fd_error: flo
         if abs(ratio - float(f"{ratio:.3g}")) < 1e-7 * max(1.0, abs(ratio)):
             return f"analytic is {ratio:.3g}x the numeric value"
     ratio = analytic / numeric if numeric else onp.inf
-    return f"wrong by {abs(analytic - numeric) / max(fd_error, 1e-300):.2g}x the FD error (ratio {ratio:.4g})"
+    times = abs(analytic - numeric) / max(fd_error, 1e-300)
+    return f"wrong by {times:.2g}x the FD error (ratio {ratio:.4g})"
 
 
 @dataclass(frozen=True, repr=False)
