@@ -38,8 +38,8 @@ __all__ = ["check_grads", "as_rng", "Problem"]
 
 _MODES = ("auto", "full", "fast")
 #: Above this many dense entries (or inputs), mode="auto" switches to the fast check.
-AUTO_FAST_ENTRIES = 4_000_000
-AUTO_FAST_INPUTS = 4_000
+AUTO_FAST_ENTRIES = 1_000_000
+AUTO_FAST_INPUTS = 1_000
 FD_SAFETY = 4.0
 
 

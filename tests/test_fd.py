@@ -1,0 +1,184 @@
+"""numeric_jacobian: accuracy, honest error estimates, steps, executors."""
+
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import autograd.numpy as anp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gradexplorer as gx
+from gradexplorer import gallery
+
+REAL = [e for e in gallery.EXAMPLES.values() if not e.complex]
+ALL = list(gallery.EXAMPLES.values())
+ids = lambda e: e.name  # noqa: E731
+TOL = {"richardson": 1e-9, "central": 1e-6, "forward": 1e-5, "backward": 1e-5}
+
+
+def analytic_2d(ex, args, i=0):
+    J = np.asarray(ex.jacobian(*args)[i])
+    return J if ex.complex else J.reshape(np.size(ex.f(*args)), -1)
+
+
+@pytest.mark.parametrize("method", list(TOL))
+@pytest.mark.parametrize("ex", ALL, ids=ids)
+def test_methods_match_analytic_and_error_covers_truth(ex, method):
+    args = ex.args()
+    r = gx.numeric_jacobian(ex.f, *args, wrt=ex.wrt[0], method=method)
+    J = analytic_2d(ex, args)
+    got = r.jacobian.reshape(J.shape)
+    err = r.error.reshape(J.shape)
+    scale = max(1.0, np.max(np.abs(J)))
+    assert np.max(np.abs(got - J)) <= TOL[method] * scale
+    # the estimate bounds the true error (a safety factor of 4 as the checker uses)
+    assert np.all(np.abs(got - J) <= 4 * err + 1e-14 * scale)
+    assert r.method == method and r.nfev > 0
+
+
+@pytest.mark.parametrize("ex", [e for e in REAL if e.name not in {"logdet"}], ids=ids)
+def test_complex_step_is_exact(ex):
+    args = ex.args()
+    r = gx.numeric_jacobian(ex.f, *args, wrt=ex.wrt[0], method="complex_step")
+    J = analytic_2d(ex, args)
+    np.testing.assert_allclose(r.jacobian.reshape(J.shape), J, rtol=1e-13, atol=1e-13)
+
+
+def test_complex_step_refuses_unsafe_functions_and_complex_inputs():
+    with pytest.raises(ValueError, match="complex-safe"):
+        gx.numeric_jacobian(lambda x: np.abs(x), np.array([1.0, -2.0]), method="complex_step")
+    with pytest.raises(ValueError, match="real inputs"):
+        gx.numeric_jacobian(lambda z: z**2, np.array([1j]), method="complex_step")
+
+
+def test_layouts():
+    r = gx.numeric_jacobian(lambda A: A @ np.ones(3), np.ones((2, 3)))
+    assert r.jacobian.shape == (2, 2, 3) and r.error.shape == (2, 2, 3)
+    assert r.step.shape == (2, 3)
+    rc = gx.numeric_jacobian(lambda z: z**2, np.array([1 + 1j, 2.0]))
+    assert rc.jacobian.shape == (4, 4)
+    r2 = gx.numeric_jacobian(lambda x, y: x * y, np.ones(2), np.ones(2), wrt=("x", "y"))
+    assert isinstance(r2, tuple) and len(r2) == 2
+
+
+def test_steps_scale_with_input_and_dtype():
+    big = gx.default_step(np.array([1e8, 2e8]))
+    small = gx.default_step(np.array([1e-8, 2e-8]))
+    assert np.all(big > 1e5) and np.all(small < 1e-9)
+    s32 = gx.default_step(np.ones(2, np.float32), "central")
+    s64 = gx.default_step(np.ones(2), "central")
+    assert np.all(s32 > 100 * s64)
+    r = gx.numeric_jacobian(np.sin, np.ones(3), step=1e-3, method="central")
+    assert np.allclose(r.step, 1e-3)
+    with pytest.raises(ValueError, match="shaped like the input"):
+        gx.numeric_jacobian(np.sin, np.ones(3), step=np.ones(2))
+    with pytest.raises(ValueError, match="positive"):
+        gx.numeric_jacobian(np.sin, np.ones(3), step=-1.0)
+    with pytest.raises(ValueError, match="method"):
+        gx.numeric_jacobian(np.sin, np.ones(3), method="spline")
+
+
+def test_float32_error_estimate_is_float32_sized():
+    x = np.linspace(0.1, 1, 4).astype(np.float32)
+    r = gx.numeric_jacobian(np.sin, x)
+    J = np.diag(np.cos(x.astype(float)))
+    assert np.all(np.abs(r.jacobian - J) <= 4 * r.error + 1e-12)
+    assert np.max(r.error) > 1e-7  # honest about float32
+
+
+def batched_tanh(X):
+    W = np.arange(12.0).reshape(3, 4) / 10
+    return np.tanh(X @ W.T)
+
+
+def test_vectorized_matches_serial_with_one_call():
+    calls = []
+
+    def f(X):
+        calls.append(X.shape)
+        return batched_tanh(X)
+
+    x = np.linspace(-1, 1, 4)
+    r = gx.numeric_jacobian(f, x, vectorized=True)
+    calls_before = len(calls)
+    serial = gx.numeric_jacobian(lambda v: batched_tanh(v[None])[0], x)
+    np.testing.assert_allclose(r.jacobian, serial.jacobian, rtol=1e-12, atol=1e-14)
+    assert calls_before <= 2 and calls[-1][0] == r.nfev - 1
+    with pytest.raises(ValueError, match="leading batch axis"):
+        gx.numeric_jacobian(lambda X: np.sum(X), x, vectorized=True)
+
+
+def test_thread_and_process_pool_executors():
+    x = np.linspace(0, 1, 6)
+    serial = gx.numeric_jacobian(np.sin, x)
+    with ThreadPoolExecutor(2) as pool:
+        threaded = gx.numeric_jacobian(np.sin, x, executor=pool)
+    with ProcessPoolExecutor(2) as pool:
+        proc = gx.numeric_jacobian(np.sin, x, executor=pool)
+        with pytest.raises(TypeError, match="module level"):
+            local = np.cos
+            gx.numeric_jacobian(lambda v: local(v), x, executor=pool)
+    np.testing.assert_array_equal(threaded.jacobian, serial.jacobian)
+    np.testing.assert_array_equal(proc.jacobian, serial.jacobian)
+
+
+def test_dask_local_cluster_executor():
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=None,
+            processes=True,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        ex = gallery.get("softmax")
+        (x,) = ex.args()
+        r = gx.numeric_jacobian(ex.f, x, executor=client.get_executor())
+    J = ex.jacobian(x)[0]
+    np.testing.assert_allclose(r.jacobian, J, atol=1e-10)
+
+
+def test_nonfinite_values_give_infinite_error():
+    with np.errstate(invalid="ignore"):
+        r = gx.numeric_jacobian(lambda x: np.log(x), np.array([1.0, 0.0]), method="central")
+    assert np.isinf(r.error[1, 1]) and np.isfinite(r.error[0, 0])
+
+
+def test_fdresult_text():
+    r = gx.numeric_jacobian(np.sin, np.ones(2))
+    assert "richardson" in str(r) and "evaluations" in r._repr_html_()
+
+
+# ------------------------------------------------------------------ hypothesis
+
+UNARY = {
+    "sin": anp.sin,
+    "x_exp_x": lambda x: x * anp.exp(x),
+    "softmax": gallery.get("softmax").f,
+    "cumsum": anp.cumsum,
+    "tanh_scaled": lambda x: anp.tanh(3 * x),
+    "square": lambda x: x**2,
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    names=st.lists(st.sampled_from(sorted(UNARY)), min_size=1, max_size=4),
+    x=st.lists(st.floats(-1.5, 1.5), min_size=2, max_size=6),
+)
+def test_random_compositions_agree_with_fd_within_reported_error(names, x):
+    def f(v):
+        for n in names:
+            v = UNARY[n](v)
+        return v
+
+    x = np.array(x)
+    J = gx.jacobian(f)(x)
+    r = gx.numeric_jacobian(f, x)
+    scale = max(1.0, float(np.max(np.abs(J))))
+    assert np.all(np.abs(r.jacobian - J) <= 4 * r.error + 1e-13 * scale)
+    assert gx.check_grads(f, x).passed
