@@ -69,6 +69,7 @@ class Problem:
     out_sides: list
     eps: float
     name: str
+    step: float | None = None  # a fixed FD step for every input (None: per dtype and scale)
 
     @property
     def x0(self) -> onp.ndarray:
@@ -88,6 +89,8 @@ class Problem:
         return RealMap(self.F, self.vs, {}, tuple(range(len(self.vs))), sides)
 
     def steps(self, method: str) -> onp.ndarray:
+        if self.step is not None:
+            return onp.full(sum(v.size for v in self.vs), float(self.step))
         return onp.concatenate([_side_steps(v, s, method) for v, s in zip(self.vs, self.in_sides)])
 
 
@@ -249,6 +252,7 @@ def check_grads(
     rtol: float | None = None,
     rng: Any = None,
     method: str = "richardson",
+    step: float | None = None,
     **kwargs: Any,
 ) -> CheckReport:
     """Check f's derivatives against finite differences, entry by entry.
@@ -273,6 +277,10 @@ def check_grads(
         ``sqrt(eps)`` of the lowest precision involved.
     rng : Generator, RandomState or int, optional
         For the random projections and cotangents.
+    method : str
+        The finite-difference method (see :func:`numeric_jacobian`).
+    step : float, optional
+        A fixed step for every input instead of the per-dtype, per-scale default.
 
     Returns
     -------
@@ -289,7 +297,14 @@ def check_grads(
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {list(_MODES)}; got {mode!r}.")
     gen = as_rng(rng)
+    from .fd import METHODS
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}; got {method!r}.")
+    if step is not None and not (onp.isfinite(step) and step > 0):
+        raise ValueError(f"step must be a positive finite float; got {step!r}.")
     p = build_problem(f, args, kwargs, wrt)
+    p.step = step
     n = sum(v.size for v in p.vs)
     m = sum(s.real_size for s in p.out_sides)
     chosen = mode
@@ -323,7 +338,7 @@ def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:
 
     prefix = "d" + ("y" if scalar and len(p.out_sides) == 1 else "(u·y)")
     rows = [Side(f"{prefix}/d{s.name}", s.shape, s.complex, s.dtype) for s in p.in_sides]
-    return Problem(G, p.vs, p.argnums, p.in_sides, rows, p.eps, p.name)
+    return Problem(G, p.vs, p.argnums, p.in_sides, rows, p.eps, p.name, p.step)
 
 
 def _check_problem(p, mode, method, atol, rtol, gen, order) -> CheckReport:
@@ -350,10 +365,15 @@ def full_check(p: Problem, method: str, atol, rtol, order: int) -> CheckReport:
     x0 = p.x0
     y0 = onp.asarray(y0, dtype=float)
     steps = _exact(x0, p.steps(method))
-    est, err, nfev = directional_derivatives(
-        p.realmap().batch, x0, None, x0.size, steps, method, y0, x0.dtype
-    )
-    N, E = est.T, err.T
+    if method == "complex_step":
+        from .fd import complex_step_derivatives
+
+        N, E, nfev = complex_step_derivatives(p.realmap(), x0, steps)
+    else:
+        est, err, nfev = directional_derivatives(
+            p.realmap().batch, x0, None, x0.size, steps, method, y0, x0.dtype
+        )
+        N, E = est.T, err.T
     scale = float(onp.max(onp.abs(N[onp.isfinite(N)]), initial=0.0))
     atol_, rtol_ = default_tolerances(p.eps, scale, atol, rtol)
     V = judge(A, N, E, atol_, rtol_)
