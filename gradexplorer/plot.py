@@ -150,7 +150,7 @@ def _display(M: onp.ndarray, kind: str, norm) -> onp.ndarray:
     shown = onp.where(onp.isfinite(M), M, onp.nan)
     if kind != "signed":
         shown = onp.where(shown > 0, shown, onp.where(onp.isnan(shown), onp.nan, norm.vmin))
-    return onp.ma.masked_invalid(shown)
+    return shown  # NaN cells take the colormap's "bad" colour
 
 
 def _new_axes(ax, fig, figsize=(5, 4)):
@@ -207,9 +207,14 @@ def plot_jacobian(
     P, block = pool_max_abs(M, max_cells)
     norm = _norm(P, kind, symlog, vmax)
     # extent keeps the axes in the original index coordinates when pooled
-    image = ax.imshow(_display(P, kind, norm), cmap=_cmap(kind), norm=norm,
-                      interpolation="nearest", aspect="auto",
-                      extent=(-0.5, M.shape[1] - 0.5, M.shape[0] - 0.5, -0.5))
+    image = ax.imshow(
+        _display(P, kind, norm),
+        cmap=_cmap(kind),
+        norm=norm,
+        interpolation="nearest",
+        aspect="auto",
+        extent=(-0.5, M.shape[1] - 0.5, M.shape[0] - 0.5, -0.5),
+    )
     cbar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
     if kind == "violation":
         cbar.ax.axhline(1.0, color="red", lw=2)
@@ -254,8 +259,9 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
             t.set_color("white" if lum < 0.45 else "black")
     parts = []
     if h.block != (1, 1):
-        parts.append(f"{M.shape[0]} x {M.shape[1]} pooled in {h.block[0]}x{h.block[1]} "
-                     "blocks (max |value|)")
+        parts.append(
+            f"{M.shape[0]} x {M.shape[1]} pooled in {h.block[0]}x{h.block[1]} blocks (max |value|)"
+        )
     words = _nonfinite_words(M)
     if words:
         parts.append(f"grey: {words}")
@@ -263,7 +269,9 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
     h.ax.set_xlabel(h.xlabel + (f"\n{h.caption}" if h.caption else ""))
 
 
-def update_heatmap(h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float | None = None) -> bool:
+def update_heatmap(
+    h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float | None = None
+) -> bool:
     """Redraw an existing heatmap with new values (same shape): ``set_data``
     and ``set_norm``, no new artists. Returns False when the shape changed
     (the caller then draws afresh).
@@ -283,28 +291,48 @@ def update_heatmap(h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float 
 # ---------------------------------------------------------------- check
 
 
+@dataclass
+class CheckArtists:
+    """What :func:`draw_check` drew, for :func:`update_check`."""
+
+    fig: Any
+    heatmaps: list
+    marks: list
+    shape: tuple
+    mode: str
+
+
 def plot_check(report: Any, fig: Any = None) -> Figure:
     """analytic | numeric | |difference| | violation, for a CheckReport.
 
     Analytic and numeric share one signed scale; the difference is on a log
     scale; the violation (difference / allowed error) has the pass/fail line
-    at 1 on its colourbar. Failing cells are outlined, the worst is marked,
-    the verdict is the title. A fast-mode report (no dense matrices) draws
-    its located entries on the index grid.
+    at 1 on its colourbar. Failing cells are outlined, the worst is marked
+    with a star, the verdict is the title. A fast-mode report (no dense
+    matrices) draws its located entries on the index grid.
 
     >>> import gradexplorer as gx, autograd.numpy as anp
     >>> fig = plot_check(gx.check_grads(anp.sin, anp.ones(3)))
     >>> len(fig.axes) >= 4
     True
     """
+    return draw_check(report, fig).fig
+
+
+def _check_title(report) -> tuple[str, str]:
+    verdict = "PASSED" if report.passed else f"FAILED: {len(report.mismatches)} wrong entries"
+    title = (
+        f"check_grads({report.function}) {verdict}  [{report.mode} mode, "
+        f"{report.method}, {report.dtype}]"
+    )
+    return title, "#1a7f37" if report.passed else "#b42318"
+
+
+def draw_check(report: Any, fig: Any = None) -> CheckArtists:
     fig = fig or Figure(figsize=(15, 3.8), layout="constrained")
     fig.clear()
-    verdict = "PASSED" if report.passed else f"FAILED: {len(report.mismatches)} wrong entries"
-    fig.suptitle(f"check_grads({report.function}) {verdict}  [{report.mode} mode, "
-                 f"{report.method}, {report.dtype}]",
-                 color="#1a7f37" if report.passed else "#b42318", fontweight="bold")
-    labels = dict(row_label=report.row_label, col_label=report.col_label,
-                  row_blocks=report.row_blocks, col_blocks=report.column_blocks)
+    title, color = _check_title(report)
+    fig.suptitle(title, color=color, fontweight="bold")
     if report.analytic is None:
         ax = fig.add_subplot()
         m, n = report.shape
@@ -318,65 +346,173 @@ def plot_check(report: Any, fig: Any = None) -> Figure:
             rows = [e.row for e in report.mismatches]
             ax.scatter(cols, rows, s=60, marker="s", color="#b42318")
             for e in report.mismatches[:5]:
-                ax.annotate(e.label, (e.col, e.row), textcoords="offset points", xytext=(6, 6),
-                            fontsize=8)
-        return fig
+                ax.annotate(
+                    e.label, (e.col, e.row), textcoords="offset points", xytext=(6, 6), fontsize=8
+                )
+        return CheckArtists(fig, [], [], report.shape, "fast")
     axes = fig.subplots(1, 4)
-    vmax = float(onp.nanmax(onp.abs(onp.where(onp.isfinite(report.numeric), report.numeric,
-                                               onp.nan)), initial=0.0)) or None
-    plot_jacobian(report.analytic, axes[0], title="analytic (AD)", vmax=vmax, **labels)
-    plot_jacobian(report.numeric, axes[1], title="numeric (FD)", vmax=vmax, **labels)
-    plot_jacobian(report.abs_err, axes[2], kind="log", title="|analytic - numeric|", **labels)
-    hv = plot_jacobian(report.violation, axes[3], kind="violation",
-                       title="violation = |diff| / allowed", **labels)
-    _outline_failures(report, axes, hv.block)
-    return fig
+    labels = dict(
+        row_label=report.row_label,
+        col_label=report.col_label,
+        row_blocks=report.row_blocks,
+        col_blocks=report.column_blocks,
+    )
+    vmax = _shared_vmax(report)
+    heatmaps = [
+        plot_jacobian(report.analytic, axes[0], title="analytic (AD)", vmax=vmax, **labels),
+        plot_jacobian(report.numeric, axes[1], title="numeric (FD)", vmax=vmax, **labels),
+        plot_jacobian(report.abs_err, axes[2], kind="log", title="|analytic - numeric|", **labels),
+        plot_jacobian(
+            report.violation,
+            axes[3],
+            kind="violation",
+            title="violation = |diff| / allowed",
+            **labels,
+        ),
+    ]
+    art = CheckArtists(fig, heatmaps, [], report.shape, "full")
+    _mark_failures(art, report)
+    return art
 
 
-def _outline_failures(report, axes, block):
-    br, bc = block
+def _shared_vmax(report) -> float | None:
+    both = onp.concatenate([report.numeric.ravel(), report.analytic.ravel()])
+    both = onp.abs(both[onp.isfinite(both)])
+    return float(both.max()) if both.size and both.max() > 0 else None
+
+
+def update_check(art: CheckArtists, report: Any) -> bool:
+    """Redraw a check figure in place; False when the layout must change."""
+    if art.mode != "full" or report.analytic is None or report.shape != art.shape:
+        return False
+    vmax = _shared_vmax(report)
+    mats = (report.analytic, report.numeric, report.abs_err, report.violation)
+    for h, M, v in zip(art.heatmaps, mats, (vmax, vmax, None, None)):
+        update_heatmap(h, M, vmax=v)
+    title, color = _check_title(report)
+    art.fig.suptitle(title, color=color, fontweight="bold")
+    _mark_failures(art, report)
+    return True
+
+
+def _mark_failures(art: CheckArtists, report) -> None:
+    for mark in art.marks:
+        mark.remove()
+    art.marks.clear()
+    br, bc = art.heatmaps[0].block
     for e in report.mismatches[:400]:
-        for ax in axes:
-            ax.add_patch(Rectangle((e.col - e.col % bc - 0.5, e.row - e.row % br - 0.5), bc, br,
-                                   fill=False, edgecolor="#ff7f00", lw=1.5))
+        for h in art.heatmaps:
+            art.marks.append(
+                h.ax.add_patch(
+                    Rectangle(
+                        (e.col - e.col % bc - 0.5, e.row - e.row % br - 0.5),
+                        bc,
+                        br,
+                        fill=False,
+                        edgecolor="#ff7f00",
+                        lw=1.5,
+                    )
+                )
+            )
     if report.mismatches:
         worst = report.mismatches[0]
-        for ax in axes:
+        for h in art.heatmaps:
             # in the cell's corner, clear of the value written in it
-            ax.plot(worst.col - 0.3, worst.row - 0.3, marker="*", color="black", ms=11,
-                    markeredgecolor="white", label="worst entry")
+            (star,) = h.ax.plot(
+                worst.col - 0.3,
+                worst.row - 0.3,
+                marker="*",
+                color="black",
+                ms=11,
+                markeredgecolor="white",
+                label="worst entry",
+            )
+            art.marks.append(star)
 
 
 # ---------------------------------------------------------------- hessian
 
 
+@dataclass
+class PanelArtists:
+    """Heatmaps and lines of a multi-panel figure, for in-place updates."""
+
+    fig: Any
+    heatmaps: list
+    lines: list
+    shape: tuple
+    texts: list = field(default_factory=list)
+
+
 def plot_hessian(H: Any, fig: Any = None) -> Figure:
     """Heatmap of H, its asymmetry H - Hᵀ, and the eigenvalues of (H + Hᵀ)/2.
+
+    Inputs are flattened: H is drawn as an n x n matrix.
 
     >>> fig = plot_hessian(onp.array([[2.0, 1.0], [1.0, -3.0]]))
     >>> [ax.get_title() for ax in fig.axes[:3]]
     ['Hessian', 'asymmetry H - Hᵀ', 'eigenvalues of (H + Hᵀ)/2']
     """
+    return draw_hessian(H, fig).fig
+
+
+def _square(H: Any) -> onp.ndarray:
     H = onp.asarray(H, dtype=float)
-    n = int(onp.sqrt(H.size))
-    H = H.reshape(n, n)
+    n = int(round(onp.sqrt(H.size)))
+    if n * n != H.size:
+        raise ValueError(f"a Hessian has n x n entries; got shape {H.shape}.")
+    return H.reshape(n, n)
+
+
+def _eigen(H: onp.ndarray) -> tuple[onp.ndarray, str]:
+    sym = (H + H.T) / 2
+    if not onp.all(onp.isfinite(sym)):
+        return onp.full(H.shape[0], onp.nan), "non-finite entries: no eigenvalues"
+    ev = onp.linalg.eigvalsh(sym)
+    kind = (
+        "positive definite"
+        if onp.all(ev > 0)
+        else "negative definite"
+        if onp.all(ev < 0)
+        else "indefinite"
+    )
+    return ev, kind
+
+
+def draw_hessian(H: Any, fig: Any = None) -> PanelArtists:
+    H = _square(H)
+    n = H.shape[0]
     fig = fig or Figure(figsize=(13, 3.8), layout="constrained")
     fig.clear()
     a0, a1, a2 = fig.subplots(1, 3)
-    plot_jacobian(H, a0, title="Hessian", xlabel="input x[j]", ylabel="input x[i]")
-    plot_jacobian(H - H.T, a1, title="asymmetry H - Hᵀ", xlabel="input x[j]",
-                  ylabel="input x[i]")
-    sym = (H + H.T) / 2
-    ev = onp.linalg.eigvalsh(sym) if onp.all(onp.isfinite(sym)) else onp.full(n, onp.nan)
+    hm = [
+        plot_jacobian(H, a0, title="Hessian", xlabel="input x[j]", ylabel="input x[i]"),
+        plot_jacobian(
+            H - H.T, a1, title="asymmetry H - Hᵀ", xlabel="input x[j]", ylabel="input x[i]"
+        ),
+    ]
+    ev, kind = _eigen(H)
     a2.axhline(0, color="grey", lw=0.8)
-    a2.plot(range(n), ev, "o", color="#2166ac")
+    (line,) = a2.plot(range(n), ev, "o", color="#2166ac")
     a2.set_title("eigenvalues of (H + Hᵀ)/2")
     a2.set_xlabel("index (ascending)")
     a2.set_ylabel("eigenvalue")
-    kind = ("positive definite" if onp.all(ev > 0) else "negative definite" if onp.all(ev < 0)
-            else "indefinite")
-    a2.text(0.02, 0.98, kind, transform=a2.transAxes, va="top", fontsize=9)
-    return fig
+    text = a2.text(0.02, 0.98, kind, transform=a2.transAxes, va="top", fontsize=9)
+    return PanelArtists(fig, hm, [line], H.shape, [text])
+
+
+def update_hessian(art: PanelArtists, H: Any) -> bool:
+    H = _square(H)
+    if H.shape != art.shape:
+        return False
+    update_heatmap(art.heatmaps[0], H)
+    update_heatmap(art.heatmaps[1], H - H.T)
+    ev, kind = _eigen(H)
+    art.lines[0].set_ydata(ev)
+    art.lines[0].axes.relim()
+    art.lines[0].axes.autoscale_view()
+    art.texts[0].set_text(kind)
+    return True
 
 
 # ---------------------------------------------------------------- complex
@@ -394,31 +530,63 @@ def plot_complex_blocks(f: Any, *args: Any, wrt: Any = 0, fig: Any = None) -> Fi
     """
     from .complex import complex_blocks
 
-    b = complex_blocks(f, *args, wrt=wrt)
+    return draw_complex(complex_blocks(f, *args, wrt=wrt), fig).fig
+
+
+def _blocks_of(b) -> tuple:
+    return (b.dre_dre, b.dre_dim, b.dim_dre, b.dim_dim)
+
+
+def _complex_title(b) -> str:
+    return (
+        f"{'holomorphic' if b.is_holomorphic() else 'not holomorphic'} here (max "
+        f"Cauchy–Riemann residual {onp.max(b.cr_residual, initial=0.0):.3g})"
+    )
+
+
+def draw_complex(b: Any, fig: Any = None) -> PanelArtists:
+    """Draw a :class:`~gradexplorer.ComplexBlocks`."""
     fig = fig or Figure(figsize=(16, 3.6), layout="constrained")
     fig.clear()
     axes = fig.subplots(1, 5)
-    vmax = max(float(onp.nanmax(onp.abs(blk), initial=0.0))
-               for blk in (b.dre_dre, b.dre_dim, b.dim_dre, b.dim_dim)) or 1.0
+    vmax = max(float(onp.nanmax(onp.abs(blk), initial=0.0)) for blk in _blocks_of(b)) or 1.0
     x, y = b.in_name, b.out_name
-    for ax, blk, title in zip(axes, (b.dre_dre, b.dre_dim, b.dim_dre, b.dim_dim),
-                              (f"dRe {y}/dRe {x}", f"dRe {y}/dIm {x}", f"dIm {y}/dRe {x}",
-                               f"dIm {y}/dIm {x}")):
-        plot_jacobian(blk, ax, title=title, vmax=vmax, xlabel=f"input {x}[j]",
-                      ylabel=f"output {y}[i]")
-    plot_jacobian(b.cr_residual, axes[4], kind="log", title="Cauchy–Riemann residual",
-                  xlabel=f"input {x}[j]", ylabel=f"output {y}[i]")
-    holo = b.is_holomorphic()
-    fig.suptitle(f"{'holomorphic' if holo else 'not holomorphic'} here (max residual "
-                 f"{onp.max(b.cr_residual, initial=0.0):.3g})")
-    return fig
+    titles = (f"dRe {y}/dRe {x}", f"dRe {y}/dIm {x}", f"dIm {y}/dRe {x}", f"dIm {y}/dIm {x}")
+    hm = [
+        plot_jacobian(blk, ax, title=t, vmax=vmax, xlabel=f"input {x}[j]", ylabel=f"output {y}[i]")
+        for ax, blk, t in zip(axes, _blocks_of(b), titles)
+    ]
+    hm.append(
+        plot_jacobian(
+            b.cr_residual,
+            axes[4],
+            kind="log",
+            title="Cauchy–Riemann residual",
+            xlabel=f"input {x}[j]",
+            ylabel=f"output {y}[i]",
+        )
+    )
+    fig.suptitle(_complex_title(b))
+    return PanelArtists(fig, hm, [], b.dre_dre.shape)
+
+
+def update_complex(art: PanelArtists, b: Any) -> bool:
+    if b.dre_dre.shape != art.shape:
+        return False
+    vmax = max(float(onp.nanmax(onp.abs(blk), initial=0.0)) for blk in _blocks_of(b)) or 1.0
+    for h, blk in zip(art.heatmaps, _blocks_of(b)):
+        update_heatmap(h, blk, vmax=vmax)
+    update_heatmap(art.heatmaps[4], b.cr_residual)
+    art.fig.suptitle(_complex_title(b))
+    return True
 
 
 # ---------------------------------------------------------------- step sweep
 
 
-def plot_step_sweep(f: Any, *args: Any, entry: tuple = (0, 0), wrt: Any = 0, ax: Any = None,
-                    steps: Any = None) -> dict:
+def plot_step_sweep(
+    f: Any, *args: Any, entry: tuple = (0, 0), wrt: Any = 0, ax: Any = None, steps: Any = None
+) -> dict:
     """|FD estimate - analytic| of one entry against the step, log–log.
 
     Forward, central and Richardson differences (and the complex step when f
@@ -435,14 +603,19 @@ def plot_step_sweep(f: Any, *args: Any, entry: tuple = (0, 0), wrt: Any = 0, ax:
 
     sweep = step_sweep(f, *args, entry=entry, wrt=wrt, steps=steps)
     ax = _new_axes(ax, None, (5.5, 4))
-    styles = {"forward": ("#1b9e77", "o"), "central": ("#d95f02", "s"),
-              "richardson": ("#7570b3", "^"), "complex_step": ("#e7298a", "d")}
+    styles = {
+        "forward": ("#1b9e77", "o"),
+        "central": ("#d95f02", "s"),
+        "richardson": ("#7570b3", "^"),
+        "complex_step": ("#e7298a", "d"),
+    }
     lines = {}
     for method, errs in sweep.errors.items():
         color, marker = styles[method]
         shown = onp.where(errs > 0, errs, onp.nan)
-        (lines[method],) = ax.loglog(sweep.steps, shown, marker=marker, ms=3, color=color,
-                                     label=method)
+        (lines[method],) = ax.loglog(
+            sweep.steps, shown, marker=marker, ms=3, color=color, label=method
+        )
         chosen = sweep.chosen.get(method)
         if chosen is not None:
             ax.axvline(chosen, color=color, ls=":", lw=1)
@@ -465,6 +638,19 @@ def png_of(kind: str, obj: Any) -> bytes:
         fig = Figure(figsize=(5, 4), layout="constrained")
         plot_jacobian(obj, fig.add_subplot(), title=f"{obj.method} finite differences")
     return figure_png(fig)
+
+
+def freeze_layout(fig: Figure) -> None:
+    """Lay the figure out once, then keep those positions.
+
+    Constrained layout costs more than the drawing itself; values change on
+    every update, the layout need not.
+    """
+    if not isinstance(fig.canvas, FigureCanvasAgg) and not hasattr(fig.canvas, "draw_idle"):
+        FigureCanvasAgg(fig)
+    fig.set_layout_engine("constrained")
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
 
 
 def figure_png(fig: Figure, dpi: int = 80) -> bytes:

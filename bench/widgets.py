@@ -1,0 +1,108 @@
+"""Explorer redraw speed and memory, headless (Agg), one run.
+
+    python bench/widgets.py
+
+1. A control change on a 256x256 Jacobian view: the in-place redraw
+   (set_data / set_norm + a full Agg draw), excluding the derivative
+   computation. Target <= 50 ms.
+2. 100 control changes through the Explorer on a 256-input function (check
+   recomputed each time): figures created (target 0) and memory growth
+   (target < 5 MB).
+"""
+
+import gc
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import autograd.numpy as anp  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _util import table  # noqa: E402
+
+import gradexplorer as gx  # noqa: E402
+from gradexplorer import plot as P  # noqa: E402
+
+
+def current_rss_mb() -> float:
+    gc.collect()
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * resource.getpagesize() / 1e6
+
+
+def figures():
+    gc.collect()
+    return sum(isinstance(o, Figure) for o in gc.get_objects())
+
+
+def main():
+    rng = np.random.default_rng(0)
+    mats = [rng.standard_normal((256, 256)) * (1 + k) for k in range(30)]
+    fig = Figure(figsize=(6, 4.5), layout="constrained")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    h = P.plot_jacobian(mats[0], fig.add_subplot())
+    P.freeze_layout(fig)  # as the explorer does after drawing a view afresh
+    fig.canvas.draw()
+    times, blits, bare = [], [], []
+    for M in mats:
+        t0 = time.perf_counter()
+        P.update_heatmap(h, M)
+        fig.canvas.draw()
+        times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        fig.canvas.draw()
+        bare.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        P.update_heatmap(h, M)
+        h.ax.draw_artist(h.image)
+        fig.canvas.blit(h.ax.bbox)
+        blits.append(time.perf_counter() - t0)
+    redraw = np.median(times) * 1e3
+
+    W = rng.standard_normal((256, 256)) / 16
+    f = lambda x: anp.tanh(W @ x)  # noqa: E731
+    ex = gx.explore(f, rng.standard_normal(256))
+    for k in range(len(ex.views)):
+        ex.tabs.selected_index = k
+    ex.tabs.selected_index = 0
+    n_before = figures()
+    gc.collect()
+    rss0 = current_rss_mb()
+    tracemalloc.start()
+    snap0 = tracemalloc.take_snapshot()
+    t_all = []
+    for k in range(100):
+        t0 = time.perf_counter()
+        ex.seed.value = k + 1 if k % 2 else ex.seed.value  # re-sample the point...
+        ex.rtol.value = 1e-8 if k % 2 else 1e-7  # ...or move a control
+        t_all.append(time.perf_counter() - t0)
+    gc.collect()
+    snap1 = tracemalloc.take_snapshot()
+    grown = sum(s.size_diff for s in snap1.compare_to(snap0, "filename")) / 1e6
+    tracemalloc.stop()
+    rss1 = current_rss_mb()
+    n_after = figures()
+    ex.close()
+    rows = [
+        ("redraw of a 256x256 Jacobian view (median of 30)", f"{redraw:.1f} ms", "<= 50 ms"),
+        ("  of which: Agg draw of the unchanged figure", f"{np.median(bare) * 1e3:.1f} ms", ""),
+        ("  image-only update + blit", f"{np.median(blits) * 1e3:.1f} ms", ""),
+        ("explorer control change incl. check of 256x256", f"{np.median(t_all) * 1e3:.0f} ms", ""),
+        ("figures created by 100 control changes", str(n_after - n_before), "0"),
+        ("Python heap growth over 100 changes (tracemalloc)", f"{grown:.2f} MB", "< 5 MB"),
+        ("resident memory growth over 100 changes", f"{rss1 - rss0:.1f} MB", "< 5 MB"),
+    ]
+    print(table(rows, ("measure", "value", "target")))
+
+
+if __name__ == "__main__":
+    main()
