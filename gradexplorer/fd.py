@@ -43,7 +43,7 @@ _BASE_STEP = {
     "forward": {8: 2.0**-26, 4: 2.0**-12, 2: 2.0**-6},
     "backward": {8: 2.0**-26, 4: 2.0**-12, 2: 2.0**-6},
     "central": {8: 2.0**-17, 4: 2.0**-8, 2: 2.0**-4},
-    "richardson": {8: 2.0**-5, 4: 2.0**-3, 2: 2.0**-2},
+    "richardson": {8: 2.0**-7, 4: 2.0**-4, 2: 2.0**-2},
     "complex_step": {8: 1e-20, 4: 1e-20, 2: 1e-20},
 }
 # Rounding in f itself is rarely a single ulp: allow several.
@@ -188,6 +188,8 @@ def default_step(x: Any, method: str = "richardson") -> onp.ndarray:
     typical = float(onp.mean(mag)) if mag.size and onp.any(mag > 0) else 1.0
     if not onp.isfinite(typical) or typical == 0:
         typical = 1.0
+    # never so small that the step itself underflows
+    typical = max(typical, float(onp.finfo(rdt).tiny / onp.finfo(rdt).eps))
     return _BASE_STEP[method][rdt.itemsize] * onp.maximum(mag, typical)
 
 
@@ -254,6 +256,7 @@ def directional_derivatives(
     est = onp.empty((k, m))
     err = onp.empty((k, m))
     eps = max(eps_of(out_dtype), eps_of(x0.dtype))
+    tiny = float(onp.finfo(onp.result_type(out_dtype, onp.float16)).smallest_subnormal)
     chunk = chunk or max(1, int(2**25 // max(1, x0.size * live.sum() * 8)))
     nfev = 0
     suspect = onp.zeros(k, bool)
@@ -280,7 +283,9 @@ def directional_derivatives(
         e = onp.einsum("l,klm->km", w, full) / h
         low = onp.einsum("l,klm->km", wl, full) / h
         trunc = scheme.trunc_factor * onp.abs(e - low)
-        roundoff = _ROUNDOFF_ULPS * eps * onp.einsum("l,klm->km", onp.abs(w), onp.abs(full)) / h
+        # |f| + the smallest step f can take: underflowing outputs are not exact zeros
+        magnitude = onp.abs(full) + tiny / eps
+        roundoff = _ROUNDOFF_ULPS * eps * onp.einsum("l,klm->km", onp.abs(w), magnitude) / h
         if method == "richardson":
             penalty = _non_asymptotic_penalty(full, h, roundoff)
             trunc = onp.maximum(trunc, penalty)
@@ -314,7 +319,7 @@ def _non_asymptotic_penalty(full, h, roundoff):
     D2 = (full[:, 2] - full[:, 3]) / h
     D4 = 2 * (full[:, 4] - full[:, 5]) / h
     d1, d2 = D1 - D2, D2 - D4
-    off_model = onp.abs(d1 - 4 * d2) > 0.5 * onp.abs(d1) + 8 * roundoff
+    off_model = onp.abs(d1 - 4 * d2) > 0.25 * onp.abs(d1) + 8 * roundoff
     return onp.where(off_model, onp.abs(d1) + onp.abs(d2), 0.0)
 
 
@@ -344,7 +349,10 @@ def _refine(evaluate, x0, directions, steps, y0, out_dtype, est, err, retries, s
         agree = gap <= FD_AGREEMENT * (r2 + old_r)
         take_new = ~agree | (r2 < old_r)
         est[suspect] = onp.where(take_new, e2, old_e)
-        err[suspect] = onp.where(agree, onp.minimum(r2, old_r), onp.maximum(r2, gap))
+        # the kept estimate is no surer than its distance to the other one
+        err[suspect] = onp.where(
+            agree, onp.maximum(onp.minimum(r2, old_r), gap), onp.maximum(r2, gap)
+        )
         suspect = suspect[~onp.all(agree, axis=1) | off_model]
     return nfev
 
