@@ -416,6 +416,7 @@ def full_check(p: Problem, method: str, atol, rtol, order: int) -> CheckReport:
         )
         for t in order_idx
     ]
+    notes.extend(diagnose_pattern(A, N, V, cols))
     if kinks:
         notes.append(
             f"{len(kinks)} entr{'y is' if len(kinks) == 1 else 'ies are'} at a kink (one-sided "
@@ -447,6 +448,36 @@ def full_check(p: Problem, method: str, atol, rtol, order: int) -> CheckReport:
         notes=tuple(notes),
         function=p.name,
     )
+
+
+def diagnose_pattern(A, N, V, cols: Blocks) -> list[str]:
+    """Name whole-block patterns of wrong entries: transposed, scaled, sign-flipped."""
+    notes = []
+    for name, sl in cols.slices.items():
+        a, n, v = A[:, sl], N[:, sl], V[:, sl]
+        if not onp.any(v > 1) or not (onp.all(onp.isfinite(a)) and onp.all(onp.isfinite(n))):
+            continue
+        scale = float(onp.max(onp.abs(n), initial=0.0)) or 1.0
+        close = lambda p, q: bool(onp.max(onp.abs(p - q), initial=0.0) <= 1e-6 * scale)  # noqa: E731
+        if a.shape[0] == a.shape[1] and close(a, n.T):
+            notes.append(
+                f"in the {name} block the analytic Jacobian is the transpose of the "
+                "numeric one: a VJP that multiplies by A where it should use Aᵀ?"
+            )
+        elif close(a, -n):
+            notes.append(
+                f"in the {name} block the analytic Jacobian is the numeric one with "
+                "its sign flipped."
+            )
+        else:
+            big = onp.abs(n) > 1e-3 * scale
+            ratios = a[big] / n[big]
+            if ratios.size and onp.ptp(ratios) <= 1e-6 * abs(ratios.mean()):
+                notes.append(
+                    f"in the {name} block the analytic Jacobian is {ratios.mean():.4g}x "
+                    "the numeric one everywhere: a constant factor is wrong."
+                )
+    return notes
 
 
 def _exact(x0, steps):

@@ -223,6 +223,7 @@ def _report(p, rows, cols, entries, order, method, cost, notes, passed):
         method=method,
         dtype=str(np.result_type(*[s.dtype for s in p.in_sides])),
         nfev=cost.nfev + 2,
+        rtol=float(np.sqrt(p.eps)),
         ngrad=cost.ngrad,
         notes=tuple(notes),
         function=p.name,

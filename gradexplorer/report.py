@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,11 +86,13 @@ def verdict_for(violation: float, analytic: float, numeric: float, fd_error: flo
         return "sign flipped"
     if analytic == 0 and numeric != 0:
         return "analytic is zero, function is not"
+    if numeric == 0:
+        return "analytic is nonzero where the function does not change"
     if numeric != 0:
         ratio = analytic / numeric
         if abs(ratio - float(f"{ratio:.3g}")) < 1e-7 * max(1.0, abs(ratio)):
             return f"analytic is {ratio:.3g}x the numeric value"
-    ratio = analytic / numeric if numeric else onp.inf
+    ratio = analytic / numeric
     times = abs(analytic - numeric) / max(fd_error, 1e-300)
     return f"wrong by {times:.2g}x the FD error (ratio {ratio:.4g})"
 
@@ -240,9 +243,20 @@ class CheckReport:
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
         return (
             f"<div>{badge} <code>{html.escape(self._headline())}</code>"
-            f"{f'<ul>{notes}</ul>' if notes else ''}"
+            f"{f'<ul>{notes}</ul>' if notes else ''}{self._inline_png()}"
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
         )
+
+    def _inline_png(self) -> str:
+        """The heatmaps inside the HTML repr (notebooks show one MIME type)."""
+        try:
+            png = self._repr_png_()
+        except ImportError:  # no matplotlib: the table alone
+            return ""
+        if not png:
+            return ""
+        data = base64.b64encode(png).decode()
+        return f'<br><img src="data:image/png;base64,{data}" style="max-width:100%">'
 
     def _repr_png_(self) -> bytes | None:
         if self.analytic is None and not self.mismatches:

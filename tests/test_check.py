@@ -210,3 +210,13 @@ def test_several_outputs_are_stacked_rows():
     r = gx.check_grads(f, np.array([0.3, 0.7]))
     assert r.passed and r.shape == (3, 2)
     assert r.row_label(2) == "y1" and r.row_label(0) == "y0[0]"
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [("transposed", "transpose"), ("scaled", "2x"), ("sign_flipped", "sign flipped")],
+)
+def test_whole_block_patterns_are_named(name, words):
+    case = next(c for c in CASES if c.name == name)
+    r = gx.check_grads(case.f, *case.args)
+    assert any(words in n for n in r.notes), r.notes
