@@ -458,7 +458,7 @@ def diagnose_pattern(A, N, V, cols: Blocks) -> list[str]:
         if not onp.any(v > 1) or not (onp.all(onp.isfinite(a)) and onp.all(onp.isfinite(n))):
             continue
         scale = float(onp.max(onp.abs(n), initial=0.0)) or 1.0
-        close = lambda p, q: bool(onp.max(onp.abs(p - q), initial=0.0) <= 1e-6 * scale)  # noqa: E731
+        close = lambda p, q, s=scale: bool(onp.max(onp.abs(p - q), initial=0.0) <= 1e-6 * s)  # noqa: E731
         if a.shape[0] == a.shape[1] and close(a, n.T):
             notes.append(
                 f"in the {name} block the analytic Jacobian is the transpose of the "
