@@ -50,6 +50,7 @@ from .errors import (
 )
 from .fd import FDResult, default_step, numeric_jacobian
 from .jacobians import hessian, hvp, jacobian, real_jacobian
+from .locate import Localization, locate
 from .report import CheckReport, Entry
 
 __version__ = "0.1.0"
@@ -81,7 +82,7 @@ __all__ = [
     "primitive", "defvjp", "defjvp", "complex_blocks", "cauchy_riemann_residual",
     "ComplexBlocks", "gallery", "FDResult", "default_step", "numeric_jacobian",
     "check_grads", "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
-    "verify_grad", "numeric_grad", "abs_rel_err", "testing",
+    "verify_grad", "numeric_grad", "abs_rel_err", "testing", "locate", "Localization",
     "GradExplorerError", "GradientError", "DisconnectedInputError",
     "DisconnectedInputWarning", "NullTypeGradError", "GradUndefinedError",
     "JacobianTooLargeError", "NonFiniteWarning", "NotDeterministicError",

@@ -252,7 +252,8 @@ def _decorate(h, M, P, row_label, col_label, row_blocks, col_blocks, xlabel, yla
 def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
     """Cell values in contrasting ink, and the caption under the x label."""
     if h.texts:
-        rgba = h.image.cmap(h.image.norm(onp.ma.masked_invalid(M.ravel())))
+        shown = _display(M, h.kind, h.image.norm).ravel()
+        rgba = h.image.cmap(h.image.norm(onp.ma.masked_invalid(shown)))
         luminance = rgba[:, :3] @ onp.array([0.299, 0.587, 0.114])
         for t, v, lum in zip(h.texts, M.ravel(), luminance):
             t.set_text(_cell_text(v))

@@ -72,6 +72,9 @@ def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any)
 class Explorer(W.VBox):
     """Jacobian / check / complex / Hessian / step-sweep views with live controls.
 
+    The "Where" view traces f and names the first operation whose own
+    derivative is wrong (:func:`gradexplorer.locate`).
+
     Public widgets (drive them from Python in tests): ``point_sliders``,
     ``scale``, ``seed``, ``resample``, ``method``, ``auto_step``, ``step``,
     ``rtol``, ``dtype``, ``block``, ``row``, ``col``, ``tabs``, ``badge``,
@@ -234,7 +237,7 @@ class Explorer(W.VBox):
             views.append("Complex blocks")
         if scalar and len(argnums) == 1:
             views.append("Hessian")
-        views.append("Step sweep")
+        views += ["Step sweep", "Where"]
         self._install_views(views)
 
     def _install_views(self, views: list[str]) -> None:
@@ -264,6 +267,7 @@ class Explorer(W.VBox):
             "Complex blocks": (16, 3.8),
             "Hessian": (13, 3.8),
             "Step sweep": (6.5, 4.5),
+            "Where": (13, 5),
         }[name]
         if self.live:
             import matplotlib.pyplot as plt
@@ -421,6 +425,13 @@ class Explorer(W.VBox):
                 art = P.draw_hessian(H, fig)
         elif name == "Step sweep":
             art = self._draw_sweep(fig, art)
+        elif name == "Where":  # the graph's shape can change with the point: drawn afresh
+            from .locate import locate
+            from .plot_graph import plot_localization
+
+            loc = locate(self.f, *self.args, wrt=self.argnums)
+            plot_localization(loc, fig)
+            art = loc
         self.artists[name] = art
 
     def _draw_sweep(self, fig, art):

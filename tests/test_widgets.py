@@ -158,3 +158,13 @@ def test_close_releases_figures():
     ex = gx.explore(lambda x: anp.sin(x), anp.ones(2))
     ex.close()
     assert ex.figures == {}
+
+
+def test_where_view_names_the_culprit(explorer, tmp_path):
+    case = next(c for c in CASES if c.name == "transposed")
+    ex = explorer(case.f, *case.args)
+    ex.tabs.selected_index = ex.views.index("Where")
+    loc = ex.artists["Where"]
+    assert loc.culprit is not None
+    assert "culprit" in ex.figures["Where"].axes[0].get_title()
+    (tmp_path / "where.png").write_bytes(ex._view_widgets["Where"].value)
