@@ -17,12 +17,7 @@ from . import gallery, testing
 from .ad import (
     DISCONNECTED,
     DisconnectedType,
-    Lop,
-    Rop,
-    format_as,
     grad,
-    grad_not_implemented,
-    grad_undefined,
     gradient_function,
     value_and_grad,
     value_and_gradients_function,
@@ -51,6 +46,8 @@ from .errors import (
 from .fd import FDResult, default_step, numeric_jacobian
 from .jacobians import hessian, hvp, jacobian, real_jacobian
 from .locate import Localization, locate
+from .nullgrad import grad_not_implemented, grad_undefined
+from .products import Lop, Rop, format_as
 from .report import CheckReport, Entry
 
 __version__ = "0.1.0"

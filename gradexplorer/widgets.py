@@ -8,9 +8,7 @@ it each view is an ``Image`` widget holding a PNG of the same figure.
 
 from __future__ import annotations
 
-import html
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -23,10 +21,9 @@ from . import gallery
 from . import plot as P
 from ._args import param_label, resolve_wrt
 from .check import check_grads
-from .complex import complex_blocks
 from .fd import METHODS
-from .jacobians import hessian
-from .sweep import step_sweep
+from .widget_html import badge_html, entry_html, error_html, worst_html
+from .widget_views import draw_view, point_from, point_sliders
 
 __all__ = ["explore", "Explorer"]
 
@@ -207,25 +204,9 @@ class Explorer(W.VBox):
         sizes = [onp.size(args[i]) * (2 if onp.iscomplexobj(args[i]) else 1) for i in argnums]
         self.point_sliders = []
         if sum(sizes) <= MAX_SLIDERS:
-            for i in argnums:
-                x = onp.asarray(args[i])
-                for k, v in enumerate(x.ravel()):
-                    for part, val in (
-                        (("Re ", v.real), ("Im ", v.imag)) if onp.iscomplexobj(x) else (("", v),)
-                    ):
-                        span = 3 * max(abs(float(val)), 1.0)
-                        s = W.FloatSlider(
-                            value=float(val),
-                            min=-span,
-                            max=span,
-                            step=span / 200,
-                            description=f"{part}{param_label(f, i)}"
-                            f"{'' if x.ndim == 0 else f'[{k}]'}",
-                            continuous_update=False,
-                            readout_format=".3g",
-                        )
-                        s.observe(self._on_change, "value")
-                        self.point_sliders.append(s)
+            self.point_sliders = point_sliders(f, args, argnums)
+            for slider in self.point_sliders:
+                slider.observe(self._on_change, "value")
             self.point_box.children = self.point_sliders
         else:
             self.point_box.children = [W.HBox([self.scale, self.seed, self.resample])]
@@ -282,30 +263,14 @@ class Explorer(W.VBox):
 
     def current_args(self) -> tuple:
         """The point the controls describe, in the chosen dtype."""
-        args = list(self.base_args)
-        dtype = onp.float32 if self.dtype.value == "float32" else onp.float64
-        cdtype = onp.complex64 if dtype is onp.float32 else onp.complex128
-        if self.point_sliders:
-            values = iter(s.value for s in self.point_sliders)
-            for i in self.argnums:
-                x = onp.asarray(args[i])
-                if onp.iscomplexobj(x):
-                    flat = [complex(next(values), next(values)) for _ in range(x.size)]
-                else:
-                    flat = [next(values) for _ in range(x.size)]
-                args[i] = onp.asarray(flat).reshape(x.shape)
-        elif self.seed.value != 0 or self.scale.value != 1.0:
-            rng = onp.random.default_rng(self.seed.value)
-            for i in self.argnums:
-                x = onp.asarray(args[i])
-                new = rng.standard_normal(x.shape)
-                if onp.iscomplexobj(x):
-                    new = new + 1j * rng.standard_normal(x.shape)
-                args[i] = self.scale.value * new if self.seed.value != 0 else self.scale.value * x
-        for i in self.argnums:
-            x = onp.asarray(args[i])
-            args[i] = x.astype(cdtype if onp.iscomplexobj(x) else dtype)
-        return tuple(args)
+        return point_from(
+            self.base_args,
+            self.argnums,
+            [s.value for s in self.point_sliders],
+            self.seed.value,
+            self.scale.value,
+            self.dtype.value,
+        )
 
     def _selected_wrt(self):
         if self.block.value == "all inputs" or len(self.argnums) == 1:
@@ -399,104 +364,37 @@ class Explorer(W.VBox):
             P.freeze_layout(self.figures[name])
 
     def _draw_view(self, name: str) -> None:
-        fig, art, r = self.figures[name], self.artists.get(name), self.report
-        if name == "Jacobian":
-            if art is None or not P.update_heatmap(art, r.analytic):
-                fig.clear()
-                art = P.plot_jacobian(
-                    r.analytic,
-                    fig.add_subplot(),
-                    title="Jacobian (AD)",
-                    row_label=r.row_label,
-                    col_label=r.col_label,
-                    row_blocks=r.row_blocks,
-                    col_blocks=r.column_blocks,
-                )
-        elif name == "Check":
-            if art is None or not P.update_check(art, r):
-                art = P.draw_check(r, fig)
-        elif name == "Complex blocks":
-            b = complex_blocks(self.f, *self.args, wrt=self.argnums[0])
-            if art is None or not P.update_complex(art, b):
-                art = P.draw_complex(b, fig)
-        elif name == "Hessian":
-            H = hessian(self.f, self.argnums[0])(*self.args)
-            if art is None or not P.update_hessian(art, H):
-                art = P.draw_hessian(H, fig)
-        elif name == "Step sweep":
-            art = self._draw_sweep(fig, art)
-        elif name == "Where":  # the graph's shape can change with the point: drawn afresh
-            from .locate import locate
-            from .plot_graph import plot_localization
-
-            loc = locate(self.f, *self.args, wrt=self.argnums)
-            plot_localization(loc, fig)
-            art = loc
-        self.artists[name] = art
-
-    def _draw_sweep(self, fig, art):
         wrt = self._selected_wrt()
         if isinstance(wrt, tuple):  # the sweep differentiates one input: the entry's own
             wrt = wrt[self.report.cols.locate(self.col.value)[0]]
-        local_col = self.report.cols.locate(self.col.value)[2]
-        entry = (self.row.value, local_col)
-        sweep = step_sweep(self.f, *self.args, entry=entry, wrt=wrt)
-        if art is None or set(art) != set(sweep.errors):
-            fig.clear()
-            return P.plot_step_sweep(self.f, *self.args, entry=entry, wrt=wrt, ax=fig.add_subplot())
-        for method, line in art.items():
-            line.set_ydata(onp.where(sweep.errors[method] > 0, sweep.errors[method], onp.nan))
-        ax = next(iter(art.values())).axes
-        ax.set_title(f"step sweep of {sweep.label} (analytic {sweep.analytic:.6g})")
-        ax.relim()
-        ax.autoscale_view()
-        return art
+        entry = (self.row.value, self.report.cols.locate(self.col.value)[2])
+        self.artists[name] = draw_view(
+            name,
+            self.figures[name],
+            self.artists.get(name),
+            self.report,
+            self.f,
+            self.args,
+            self.argnums,
+            entry,
+            wrt,
+        )
 
     # ------------------------------------------------------------ text
 
     def _update_text(self) -> None:
-        r = self.report
-        color = "#1a7f37" if r.passed else "#b42318"
-        verdict = "PASSED" if r.passed else f"FAILED: {len(r.mismatches)} wrong entries"
-        self.badge.value = (
-            f'<span style="background:{color};color:white;padding:3px 10px;border-radius:4px;'
-            f'font-weight:bold">{verdict}</span> <span style="color:#555">'
-            f"{r.shape[0]} x {r.shape[1]}, {r.method}, {r.dtype}, {r.nfev} evaluations</span>"
-        )
-        rows = (r.mismatches or r.worst)[:8]
-        head = "wrong entries" if r.mismatches else "closest to failing"
-        body = "".join(
-            f"<tr><td>{html.escape(e.label)}</td><td>{e.analytic:.6g}</td><td>{e.numeric:.6g}"
-            f"</td><td>{e.abs_err:.2e}</td><td>{e.fd_error:.1e}</td><td>{html.escape(e.verdict)}"
-            "</td></tr>"
-            for e in rows
-        )
-        self.worst.value = (
-            f"<b>{head}</b><table><tr><th>entry</th><th>analytic</th><th>numeric</th>"
-            f"<th>|diff|</th><th>FD error</th><th>verdict</th></tr>{body}</table>"
-        )
+        self.badge.value = badge_html(self.report)
+        self.worst.value = worst_html(self.report)
         self._show_entry()
 
     def _show_entry(self) -> None:
         r = self.report
-        if r is None or r.analytic is None:
-            return
-        i, j = min(self.row.value, r.shape[0] - 1), min(self.col.value, r.shape[1] - 1)
-        a, n, e, v = r.analytic[i, j], r.numeric[i, j], r.fd_error[i, j], r.violation[i, j]
-        label = f"{r.row_label(i)} / {r.col_label(j)}"
-        self.entry_info.value = (
-            f"<b>{html.escape(label)}</b>: analytic {a:.10g}, numeric {n:.10g}, "
-            f"|diff| {abs(a - n):.3e}, FD error ± {e:.2e}, violation {v:.3g} "
-            f"({'fails' if v > 1 else 'ok'})"
-        )
+        if r is not None and r.analytic is not None:
+            i, j = min(self.row.value, r.shape[0] - 1), min(self.col.value, r.shape[1] - 1)
+            self.entry_info.value = entry_html(r, i, j)
 
     def _show_error(self, exc: BaseException, where: str = "") -> None:
-        tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        self.error.value = (
-            '<div style="border:1px solid #b42318;background:#fdecea;color:#b42318;'
-            f'padding:6px;font-family:monospace">Error{(" " + where) if where else ""}: '
-            f"{html.escape(tb)}</div>"
-        )
+        self.error.value = error_html(exc, where)
 
     # ------------------------------------------------------------ lifetime
 

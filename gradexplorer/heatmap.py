@@ -1,0 +1,313 @@
+"""One heatmap of a matrix, drawn once and updated in place (matplotlib only).
+
+- signed values: a diverging colormap centred on 0 (RdBu, colour-blind safe);
+- errors: log scale, sequential colormaps (viridis / cividis);
+- NaN / +inf / -inf: drawn grey and named in words (cell text or caption);
+- large matrices: pooled in blocks keeping the entry of largest |value|, so a
+  single bad entry is never averaged away; the block size is in the caption.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import matplotlib
+import numpy as onp
+from matplotlib import colors
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+__all__ = [
+    "Heatmap",
+    "plot_jacobian",
+    "update_heatmap",
+    "pool_max_abs",
+    "figure_png",
+    "freeze_layout",
+]
+
+
+ANNOTATE_MAX = 12  # matrices up to 12 x 12 get their values written in the cells
+
+
+MAX_CELLS = 128  # larger matrices are pooled down to at most this many cells a side
+
+
+SIGNED_CMAP = "RdBu_r"
+
+
+ERROR_CMAP = "viridis"
+
+
+VIOLATION_CMAP = "cividis"
+
+
+BAD_COLOR = "#9e9e9e"
+
+
+def pool_max_abs(M: Any, max_cells: int = MAX_CELLS) -> tuple[onp.ndarray, tuple[int, int]]:
+    """Pool M in blocks, keeping in each the entry of largest magnitude (NaN first).
+
+    Returns ``(pooled, (block_rows, block_cols))``.
+
+    >>> M = onp.zeros((300, 300)); M[123, 45] = -7.0
+    >>> P, block = pool_max_abs(M, 100)
+    >>> P.shape, block, P.min()
+    ((100, 100), (3, 3), -7.0)
+    """
+    M = onp.asarray(M, dtype=float)
+    m, n = M.shape
+    br, bc = max(1, -(-m // max_cells)), max(1, -(-n // max_cells))
+    if br == 1 and bc == 1:
+        return M, (1, 1)
+    pm, pn = -(-m // br), -(-n // bc)
+    padded = onp.zeros((pm * br, pn * bc))
+    padded[:m, :n] = M
+    blocks = padded.reshape(pm, br, pn, bc).transpose(0, 2, 1, 3).reshape(pm, pn, br * bc)
+    magnitude = onp.where(onp.isnan(blocks), onp.inf, onp.abs(blocks))
+    pick = onp.argmax(magnitude, axis=2)
+    return onp.take_along_axis(blocks, pick[..., None], axis=2)[..., 0], (br, bc)
+
+
+def _as_matrix(J: Any, out_ndim: int | None = None) -> onp.ndarray:
+    J = getattr(J, "jacobian", J)
+    J = onp.asarray(J)
+    if onp.iscomplexobj(J):
+        raise TypeError(
+            "plot_jacobian draws real matrices; for a complex Jacobian use "
+            "gx.real_jacobian(f) (or plot_complex_blocks(f, *args))."
+        )
+    if J.ndim == 2:
+        return J.astype(float)
+    if J.ndim < 2:
+        return J.reshape(1, -1).astype(float)
+    k = J.ndim - J.ndim // 2 if out_ndim is None else out_ndim
+    return J.reshape(int(onp.prod(J.shape[:k])), -1).astype(float)
+
+
+def _nonfinite_words(M: onp.ndarray) -> str:
+    parts = []
+    for name, mask in (("NaN", onp.isnan(M)), ("+inf", onp.isposinf(M)), ("-inf", onp.isneginf(M))):
+        if mask.any():
+            parts.append(f"{int(mask.sum())} {name}")
+    return ", ".join(parts)
+
+
+def _cell_text(v: float) -> str:
+    if onp.isnan(v):
+        return "NaN"
+    if onp.isposinf(v):
+        return "+inf"
+    if onp.isneginf(v):
+        return "-inf"
+    return f"{v:.3g}"
+
+
+@dataclass
+class Heatmap:
+    """The artists of one heatmap, kept so that updates reuse them."""
+
+    ax: Any
+    image: Any
+    colorbar: Any
+    texts: list = field(default_factory=list)
+    caption: str = ""
+    xlabel: str = ""
+    separators: list = field(default_factory=list)
+    kind: str = "signed"  # "signed", "log" or "violation"
+    block: tuple = (1, 1)
+    shape: tuple = (0, 0)
+    symlog: bool = False
+
+
+def _norm(M: onp.ndarray, kind: str, symlog: bool = False, vmax: float | None = None):
+    finite = M[onp.isfinite(M)]
+    if kind == "signed":
+        half = float(onp.max(onp.abs(finite), initial=0.0)) if vmax is None else vmax
+        half = half or 1.0
+        if symlog:
+            nonzero = onp.abs(finite[finite != 0])
+            lin = float(onp.percentile(nonzero, 10)) if nonzero.size else half * 1e-3
+            return colors.SymLogNorm(linthresh=max(lin, half * 1e-12), vmin=-half, vmax=half)
+        return colors.CenteredNorm(vcenter=0.0, halfrange=half)
+    positive = finite[finite > 0]
+    lo = float(positive.min()) if positive.size else 1e-16
+    hi = float(positive.max()) if positive.size else 1.0
+    if kind == "violation":
+        lo, hi = min(lo, 1e-3), max(hi, 10.0)  # keep the pass/fail line (1) inside the scale
+    if hi <= lo:
+        hi = lo * 10
+    return colors.LogNorm(vmin=lo, vmax=hi)
+
+
+def _cmap(kind: str):
+    name = {"signed": SIGNED_CMAP, "log": ERROR_CMAP, "violation": VIOLATION_CMAP}[kind]
+    return matplotlib.colormaps[name].with_extremes(bad=BAD_COLOR)
+
+
+def _display(M: onp.ndarray, kind: str, norm) -> onp.ndarray:
+    """Non-finite cells are masked (drawn grey); on log scales exact zeros sit
+    at the bottom of the scale, since "no error" is not "no value"."""
+    shown = onp.where(onp.isfinite(M), M, onp.nan)
+    if kind != "signed":
+        shown = onp.where(shown > 0, shown, onp.where(onp.isnan(shown), onp.nan, norm.vmin))
+    return shown  # NaN cells take the colormap's "bad" colour
+
+
+def _new_axes(ax, fig, figsize=(5, 4)):
+    if ax is not None:
+        return ax
+    fig = fig or Figure(figsize=figsize, layout="constrained")
+    return fig.add_subplot()
+
+
+def plot_jacobian(
+    J: Any,
+    ax: Any = None,
+    *,
+    row_label: Any = None,
+    col_label: Any = None,
+    row_blocks: dict | None = None,
+    col_blocks: dict | None = None,
+    out_ndim: int | None = None,
+    kind: str = "signed",
+    symlog: bool = False,
+    title: str | None = None,
+    xlabel: str = "input x[j]",
+    ylabel: str = "output y[i]",
+    max_cells: int = MAX_CELLS,
+    vmax: float | None = None,
+) -> Heatmap:
+    """Heatmap of a Jacobian (rows = outputs, columns = inputs).
+
+    Parameters
+    ----------
+    J : array or FDResult
+        2-D, or ``out.shape + in.shape`` (``out_ndim`` says where to split).
+    ax : matplotlib Axes, optional
+    row_label, col_label : callable, optional
+        ``i -> "y[2, 1]"`` for tick labels of small matrices.
+    row_blocks, col_blocks : dict of slices, optional
+        Separator lines between stacked outputs / concatenated inputs.
+    kind : {"signed", "log", "violation"}
+    symlog : bool
+        Symmetric log colour scale for wide dynamic ranges.
+
+    Returns
+    -------
+    Heatmap
+
+    Examples
+    --------
+    >>> h = plot_jacobian(onp.array([[1.0, -2.0], [onp.nan, onp.inf]]))
+    >>> [t.get_text() for t in h.texts]
+    ['1', '-2', 'NaN', '+inf']
+    """
+    M = _as_matrix(J, out_ndim)
+    ax = _new_axes(ax, None)
+    P, block = pool_max_abs(M, max_cells)
+    norm = _norm(P, kind, symlog, vmax)
+    # extent keeps the axes in the original index coordinates when pooled
+    image = ax.imshow(
+        _display(P, kind, norm),
+        cmap=_cmap(kind),
+        norm=norm,
+        interpolation="nearest",
+        aspect="auto",
+        extent=(-0.5, M.shape[1] - 0.5, M.shape[0] - 0.5, -0.5),
+    )
+    cbar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
+    if kind == "violation":
+        cbar.ax.axhline(1.0, color="red", lw=2)
+        cbar.set_label("violation (>1 fails)")
+    h = Heatmap(ax, image, cbar, kind=kind, block=block, shape=M.shape, symlog=symlog)
+    _decorate(h, M, P, row_label, col_label, row_blocks, col_blocks, xlabel, ylabel, title)
+    return h
+
+
+def _decorate(h, M, P, row_label, col_label, row_blocks, col_blocks, xlabel, ylabel, title):
+    ax = h.ax
+    h.xlabel = xlabel
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    m, n = M.shape
+    if h.block == (1, 1) and m <= 24 and n <= 24:
+        ax.set_xticks(range(n))
+        ax.set_yticks(range(m))
+        if col_label:
+            ax.set_xticklabels([col_label(j) for j in range(n)], rotation=90, fontsize=7)
+        if row_label:
+            ax.set_yticklabels([row_label(i) for i in range(m)], fontsize=7)
+    for blocks, line in ((row_blocks, ax.axhline), (col_blocks, ax.axvline)):
+        for sl in list((blocks or {}).values())[1:]:
+            h.separators.append(line(sl.start - 0.5, color="black", lw=1.2))
+    if m <= ANNOTATE_MAX and n <= ANNOTATE_MAX and h.block == (1, 1):
+        for i in range(m):
+            for j in range(n):
+                h.texts.append(ax.text(j, i, "", ha="center", va="center", fontsize=8))
+    _update_texts(h, M)
+
+
+def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
+    """Cell values in contrasting ink, and the caption under the x label."""
+    if h.texts:
+        shown = _display(M, h.kind, h.image.norm).ravel()
+        rgba = h.image.cmap(h.image.norm(onp.ma.masked_invalid(shown)))
+        luminance = rgba[:, :3] @ onp.array([0.299, 0.587, 0.114])
+        for t, v, lum in zip(h.texts, M.ravel(), luminance):
+            t.set_text(_cell_text(v))
+            t.set_color("white" if lum < 0.45 else "black")
+    parts = []
+    if h.block != (1, 1):
+        parts.append(
+            f"{M.shape[0]} x {M.shape[1]} pooled in {h.block[0]}x{h.block[1]} blocks (max |value|)"
+        )
+    words = _nonfinite_words(M)
+    if words:
+        parts.append(f"grey: {words}")
+    h.caption = "; ".join(parts)
+    h.ax.set_xlabel(h.xlabel + (f"\n{h.caption}" if h.caption else ""))
+
+
+def update_heatmap(
+    h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float | None = None
+) -> bool:
+    """Redraw an existing heatmap with new values (same shape): ``set_data``
+    and ``set_norm``, no new artists. Returns False when the shape changed
+    (the caller then draws afresh).
+    """
+    M = _as_matrix(J, out_ndim)
+    if M.shape != h.shape:
+        return False
+    cells = max(-(-M.shape[0] // h.block[0]), -(-M.shape[1] // h.block[1]))
+    P, _ = pool_max_abs(M, cells)
+    norm = _norm(P, h.kind, h.symlog, vmax)
+    h.image.set_norm(norm)
+    h.image.set_data(_display(P, h.kind, norm))
+    _update_texts(h, M)
+    return True
+
+
+def freeze_layout(fig: Figure) -> None:
+    """Lay the figure out once, then keep those positions.
+
+    Constrained layout costs more than the drawing itself; values change on
+    every update, the layout need not.
+    """
+    if not isinstance(fig.canvas, FigureCanvasAgg) and not hasattr(fig.canvas, "draw_idle"):
+        FigureCanvasAgg(fig)
+    fig.set_layout_engine("constrained")
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+
+
+def figure_png(fig: Figure, dpi: int = 80) -> bytes:
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
