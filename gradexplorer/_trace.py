@@ -38,6 +38,7 @@ class VJPTrace:
         self._order = list(toposort(self.end_node)) if self.end_node is not None else []
         reached = set(self._order)
         self.connected = tuple(r in reached for r in self.roots)
+        self._roots = set(self.roots)
 
     def backward(self, g: Any) -> list:
         """Input cotangents (one per selected argument) for output cotangent g.
@@ -46,10 +47,12 @@ class VJPTrace:
         """
         grads = {}
         if self.end_node is not None:
+            roots = self._roots
             outgrads = {self.end_node: (g, False)}
             for node in self._order:
                 outgrad = outgrads.pop(node)
-                grads[node] = outgrad[0]
+                if node in roots:
+                    grads[node] = outgrad[0]
                 for parent, ingrad in zip(node.parents, node.vjp(outgrad[0])):
                     outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)
         return [

@@ -243,6 +243,13 @@ def full_check(p: Problem, method: str, atol, rtol, order: int) -> CheckReport:
         for t in order_idx
     ]
     notes.extend(diagnose_pattern(A, N, V, cols))
+    unresolved = int(onp.sum(onp.isinf(E) & onp.isfinite(A) & onp.isfinite(N)))
+    if unresolved:
+        notes.append(
+            f"{unresolved} entr{'y' if unresolved == 1 else 'ies'} could not be resolved by "
+            "finite differences (f is too ill-conditioned or oscillates too fast here): "
+            "neither passed nor failed; check them at another point."
+        )
     if kinks:
         notes.append(
             f"{len(kinks)} entr{'y is' if len(kinks) == 1 else 'ies are'} at a kink (one-sided "

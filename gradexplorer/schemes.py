@@ -89,7 +89,7 @@ def directional_derivatives(
     tiny = float(onp.finfo(onp.result_type(out_dtype, onp.float16)).smallest_subnormal)
     chunk = chunk or max(1, int(2**25 // max(1, x0.size * live.sum() * 8)))
     nfev = 0
-    suspect = onp.zeros(k, bool)
+    off_model = onp.zeros((k, m), bool)
     for start in range(0, k, chunk):
         idx = range(start, min(k, start + chunk))
         cs = offsets[live]
@@ -119,11 +119,12 @@ def directional_derivatives(
         if method == "richardson":
             penalty = _non_asymptotic_penalty(full, h, roundoff)
             trunc = onp.maximum(trunc, penalty)
-            suspect[start : start + len(idx)] = onp.any(penalty > 0, axis=1)
+            off_model[start : start + len(idx)] = penalty > 0
         est[start : start + len(idx)] = e
         err[start : start + len(idx)] = trunc + roundoff
     bad = ~onp.isfinite(est)
     err[bad] = onp.inf
+    suspect = onp.any(off_model, axis=1)
     if method == "richardson" and retries > 0 and suspect.any():  # noqa: SIM102
         nfev += _refine(
             evaluate,
@@ -138,7 +139,7 @@ def directional_derivatives(
             onp.flatnonzero(suspect & onp.all(onp.isfinite(est), axis=1)),
         )
     if retries < 0:  # internal: also report which directions were off the h² model
-        return est, err, nfev, suspect
+        return est, err, nfev, off_model
     return est, err, nfev
 
 
@@ -149,7 +150,10 @@ def _non_asymptotic_penalty(full, h, roundoff):
     D2 = (full[:, 2] - full[:, 3]) / h
     D4 = 2 * (full[:, 4] - full[:, 5]) / h
     d1, d2 = D1 - D2, D2 - D4
-    off_model = onp.abs(d1 - 4 * d2) > 0.25 * onp.abs(d1) + 8 * roundoff
+    # only where the differences stand clearly above round-off noise can the h² model be judged
+    off_model = (onp.abs(d1 - 4 * d2) > 0.25 * onp.abs(d1) + 8 * roundoff) & (
+        onp.abs(d1) > 64 * roundoff
+    )
     return onp.where(off_model, onp.abs(d1) + onp.abs(d2), 0.0)
 
 
@@ -158,9 +162,12 @@ def _refine(evaluate, x0, directions, steps, y0, out_dtype, est, err, retries, s
 
     An estimate whose claimed error did not cover the change to the next,
     smaller step was unreliable: the newer one replaces it, and the change
-    itself becomes part of the error until two steps agree.
+    itself becomes part of the error until two steps agree. Entries that never
+    settle get an infinite error: finite differences cannot resolve them (f is
+    too ill-conditioned or oscillates too fast at this point).
     """
     nfev = 0
+    pending = onp.ones((suspect.size, est.shape[1]), bool)
     h = steps.astype(float).copy()
     for _ in range(retries):
         if suspect.size == 0:
@@ -183,5 +190,10 @@ def _refine(evaluate, x0, directions, steps, y0, out_dtype, est, err, retries, s
         err[suspect] = onp.where(
             agree, onp.maximum(onp.minimum(r2, old_r), gap), onp.maximum(r2, gap)
         )
-        suspect = suspect[~onp.all(agree, axis=1) | off_model]
+        # settled: consistent with the previous step and itself on the h² model
+        settled = agree & ~off_model
+        keep = ~onp.all(settled, axis=1)
+        suspect, pending = suspect[keep], settled[keep]
+    if suspect.size:
+        err[suspect] = onp.where(pending, err[suspect], onp.inf)
     return nfev
