@@ -17,7 +17,7 @@ from ._args import (
     Side,
 )
 from ._trace import trace_vjp
-from .fd import directional_derivatives
+from .fd import directional_derivatives, exact_steps
 from .jacobians import dense_real_jacobians
 from .problem import Problem, as_rng, build_problem  # noqa: F401
 from .report import Blocks, CheckReport, Entry, verdict_for
@@ -190,7 +190,7 @@ def full_check(p: Problem, method: str, atol, rtol, order: int) -> CheckReport:
         pass
     x0 = p.x0
     y0 = onp.asarray(y0, dtype=float)
-    steps = _exact(x0, p.steps(method))
+    steps = exact_steps(x0, p.steps(method))
     if method == "complex_step":
         from .fd import complex_step_derivatives
 
@@ -313,12 +313,6 @@ def diagnose_pattern(A, N, V, cols: Blocks) -> list[str]:
     return notes
 
 
-def _exact(x0, steps):
-    s = steps.astype(x0.dtype)
-    exact = ((x0 + s) - x0).astype(float)
-    return onp.where(exact > 0, exact, steps)
-
-
 def _kinks(p: Problem, bad, A, N, E, atol, rtol, rows, cols):
     """Failing entries whose left and right derivatives differ: kinks, not bugs."""
     if not len(bad):
@@ -329,7 +323,7 @@ def _kinks(p: Problem, bad, A, N, E, atol, rtol, rows, cols):
     gmap = p.realmap().batch
     one_sided = {}
     for method in ("forward", "backward"):
-        steps = _exact(x0, p.steps(method))
+        steps = exact_steps(x0, p.steps(method))
         dirs = [onp.eye(1, x0.size, j, dtype=x0.dtype)[0] for j in columns]
         est, err, _ = directional_derivatives(
             gmap,

@@ -311,7 +311,7 @@ def _numeric_one(f, args, kwargs, i, method, step, vectorized, executor) -> FDRe
         J, E, nfev = complex_step_derivatives(gmap, x0, steps)
     else:
         evaluate = _evaluator(gmap, vectorized, executor)
-        steps = _exact_steps(x0, steps)
+        steps = exact_steps(x0, steps)
         est, err, nfev = directional_derivatives(
             evaluate,
             x0,
@@ -332,7 +332,7 @@ def _numeric_one(f, args, kwargs, i, method, step, vectorized, executor) -> FDRe
     return FDResult(J, E, step_out, int(nfev), method)
 
 
-def _exact_steps(x0: onp.ndarray, steps: onp.ndarray) -> onp.ndarray:
+def exact_steps(x0: onp.ndarray, steps: onp.ndarray) -> onp.ndarray:
     """Round steps so that x + h is exactly representable (h = (x + h) - x)."""
     s = steps.astype(x0.dtype)
     exact = ((x0 + s) - x0).astype(float)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as onp
 
 from ._trace import trace_jvp, trace_vjp
-from .check import FD_SAFETY, Problem, _exact, default_tolerances, make_entry
-from .fd import directional_derivatives
+from .check import FD_SAFETY, Problem, default_tolerances, make_entry
+from .fd import directional_derivatives, exact_steps
 from .report import Blocks, CheckReport
 
 __all__ = ["fast_check"]
@@ -150,7 +150,7 @@ def _column_entries(p, tr, gmap, x0, y0, j, method, atol, rtol, rows, cols, cost
 
     e_j = onp.zeros(x0.size, x0.dtype)
     e_j[j] = 1
-    steps = _exact(x0, p.steps(method))
+    steps = exact_steps(x0, p.steps(method))
     est, err, nfev = directional_derivatives(
         gmap.batch, x0, lambda _: e_j, 1, steps[j : j + 1], method, y0, x0.dtype
     )

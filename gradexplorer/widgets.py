@@ -108,28 +108,11 @@ class Explorer(W.VBox):
         )
         self.method = W.Dropdown(options=list(METHODS), value=method, description="FD method")
         self.auto_step = W.Checkbox(value=step is None, description="auto step")
-        self.step = W.FloatLogSlider(
-            value=step or 1e-5,
-            base=10,
-            min=-12,
-            max=-1,
-            description="step",
-            continuous_update=False,
-            disabled=step is None,
-        )
-        self.rtol = W.FloatLogSlider(
-            value=rtol or 1.5e-8,
-            base=10,
-            min=-12,
-            max=-1,
-            description="rtol",
-            continuous_update=False,
-        )
+        self.step = _log_slider("step", step or 1e-5, -12, -1, disabled=step is None)
+        self.rtol = _log_slider("rtol", rtol or float(onp.sqrt(onp.finfo(float).eps)), -12, -1)
         self.dtype = W.ToggleButtons(options=["float64", "float32"], description="dtype")
         self.block = W.Dropdown(description="input")
-        self.scale = W.FloatLogSlider(
-            value=1.0, base=10, min=-8, max=8, description="scale", continuous_update=False
-        )
+        self.scale = _log_slider("scale", 1.0, -8, 8)
         self.seed = W.IntText(value=0, description="seed")
         self.resample = W.Button(description="re-sample")
         self.row = W.BoundedIntText(value=0, min=0, max=0, description="row")
@@ -141,13 +124,13 @@ class Explorer(W.VBox):
             self.method,
             self.step,
             self.rtol,
-            self.dtype,
             self.block,
             self.scale,
             self.seed,
         ):
             control.observe(self._on_change, "value")
         self.auto_step.observe(self._on_auto_step, "value")
+        self.dtype.observe(self._on_dtype, "value")
         self.resample.on_click(self._on_resample)
         self.row.observe(self._on_entry, "value")
         self.col.observe(self._on_entry, "value")
@@ -281,6 +264,15 @@ class Explorer(W.VBox):
     # ------------------------------------------------------------ events
 
     def _on_change(self, change=None) -> None:
+        self.refresh()
+
+    def _on_dtype(self, change) -> None:
+        # the tolerance follows the precision (sqrt(eps)); the user may move it after
+        self._loading = True
+        try:
+            self.rtol.value = float(onp.sqrt(onp.finfo(change["new"]).eps))
+        finally:
+            self._loading = False
         self.refresh()
 
     def _on_auto_step(self, change) -> None:
@@ -435,3 +427,9 @@ class Explorer(W.VBox):
         ):
             w.close()
         super().close()
+
+
+def _log_slider(description: str, value: float, lo: int, hi: int, **kw) -> W.FloatLogSlider:
+    return W.FloatLogSlider(
+        value=value, base=10, min=lo, max=hi, description=description, continuous_update=False, **kw
+    )

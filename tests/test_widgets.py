@@ -72,6 +72,7 @@ def test_controls_recompute_with_method_rtol_step_and_dtype(explorer):
     assert ex.report.passed  # the FD error estimate grows with the step: no false alarm
     ex.dtype.value = "float32"
     assert ex.report.dtype == "float32" and ex.report.passed
+    assert ex.rtol.value == pytest.approx(np.sqrt(np.finfo(np.float32).eps))
 
 
 def test_large_inputs_get_scale_seed_and_resample(explorer):
