@@ -68,6 +68,11 @@ class ComplexBlocks:
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(str(self))}</pre>"
 
+    def _repr_png_(self) -> bytes:
+        from .plot import draw_complex, figure_png
+
+        return figure_png(draw_complex(self).fig)
+
 
 def complex_blocks(f: Callable, *args: Any, wrt: int | str = 0, **kwargs: Any) -> ComplexBlocks:
     """Split the real Jacobian of f at ``args`` into its Re/Im blocks.

@@ -111,6 +111,11 @@ class Localization:
             f"{''.join(rows)}</table></div>"
         )
 
+    def _repr_png_(self) -> bytes:
+        from .plot import figure_png
+
+        return figure_png(self.plot())
+
     def plot(self, fig: Any = None):
         """The traced graph coloured by verdict, and the culprit's local check."""
         from .plot_graph import plot_localization

@@ -110,6 +110,10 @@ IDLE = """() => {
 }"""
 
 
+STARTED = """() => [...document.querySelectorAll('.jp-InputArea-prompt')]
+  .some(e => /\\[(\\*|\\d+)\\]/.test(e.textContent))"""
+
+
 def _wait_idle(page, timeout):
     page.wait_for_function(IDLE, timeout=timeout)
 
@@ -138,15 +142,22 @@ def test_tour_runs_and_the_explorer_reacts(jupyterlab):
         page.wait_for_selector(".jp-Notebook", timeout=90_000)
         _wait_idle(page, 90_000)
         canvas = ".jupyter-matplotlib-canvas-div canvas"
-        for attempt in range(2):  # "run all" is sometimes dropped right after the kernel idles
+        # "run all" is sometimes dropped right after the kernel turns idle: retry until a
+        # cell shows it ran ([*] or [n]), then wait for the explorer's picture
+        for attempt in range(3):
             _run_all(page)
             try:
-                page.wait_for_selector(canvas, timeout=90_000 if attempt else 45_000)
+                page.wait_for_function(STARTED, timeout=20_000)
                 break
             except Exception:
-                if attempt:
-                    page.screenshot(path=str(ARTIFACTS / "tour_no_picture.png"), full_page=True)
+                if attempt == 2:
+                    page.screenshot(path=str(ARTIFACTS / "tour_not_started.png"), full_page=True)
                     raise
+        try:
+            page.wait_for_selector(canvas, timeout=150_000)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "tour_no_picture.png"), full_page=True)
+            raise
         _wait_idle(page, 120_000)
         figure = page.locator(canvas).first
         slider = page.locator(".widget-slider").first
@@ -164,8 +175,11 @@ def test_tour_runs_and_the_explorer_reacts(jupyterlab):
         changed = False
         for _ in range(60):
             time.sleep(0.5)
-            if figure.screenshot() != before:
-                changed = True
+            try:
+                changed = figure.screenshot() != before
+            except Exception:  # the canvas re-rendered under us: look again
+                continue
+            if changed:
                 break
         figure.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "tour_jupyterlab.png"), full_page=True)

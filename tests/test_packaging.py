@@ -67,3 +67,31 @@ def test_readme_opens_with_two_commands_and_ci_runs_the_second():
     assert "jupyter lab" in cmds[0] and "notebooks/00_tour.ipynb" in cmds[0]
     assert "pytest" in cmds[1] and ".venv" in cmds[1]
     assert cmds[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_display_names_load_lazily_from_the_package():
+    code = (
+        "import sys, gradexplorer as gx; assert 'matplotlib' not in sys.modules; "
+        "names = [gx.explore, gx.plot_jacobian, gx.plot_check, gx.plot_hessian, "
+        "gx.plot_complex_blocks, gx.plot_step_sweep]; assert all(callable(n) for n in names); "
+        "assert 'matplotlib' in sys.modules"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_results_render_without_a_kernel():
+    import autograd.numpy as anp
+    import numpy as np
+
+    import gradexplorer as gx
+
+    results = [
+        gx.check_grads(anp.sin, np.ones(3)),
+        gx.numeric_jacobian(np.sin, np.ones(3)),
+        gx.complex_blocks(lambda z: z**2, np.array([1j, 2.0])),
+        gx.locate(lambda x: anp.sum(anp.sin(x)), np.ones(2)),
+    ]
+    for r in results:
+        assert r._repr_png_()[:4] == b"\x89PNG", type(r).__name__
+        assert r._repr_html_()
