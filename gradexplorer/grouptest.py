@@ -204,8 +204,6 @@ def _check_forward_column(p, e_j, numeric, fd_err, atol, rtol, j, cost, notes):
 
 
 def _report(p, rows, cols, entries, order, method, cost, notes, passed):
-    import numpy as np
-
     return CheckReport(
         passed=passed,
         analytic=None,
@@ -221,9 +219,9 @@ def _report(p, rows, cols, entries, order, method, cost, notes, passed):
         order=order,
         mode="fast",
         method=method,
-        dtype=str(np.result_type(*[s.dtype for s in p.in_sides])),
+        dtype=str(onp.result_type(*[s.dtype for s in p.in_sides])),
         nfev=cost.nfev + 2,
-        rtol=float(np.sqrt(p.eps)),
+        rtol=float(onp.sqrt(p.eps)),
         ngrad=cost.ngrad,
         notes=tuple(notes),
         function=p.name,

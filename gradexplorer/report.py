@@ -88,11 +88,9 @@ def verdict_for(violation: float, analytic: float, numeric: float, fd_error: flo
         return "analytic is zero, function is not"
     if numeric == 0:
         return "analytic is nonzero where the function does not change"
-    if numeric != 0:
-        ratio = analytic / numeric
-        if abs(ratio - float(f"{ratio:.3g}")) < 1e-7 * max(1.0, abs(ratio)):
-            return f"analytic is {ratio:.3g}x the numeric value"
     ratio = analytic / numeric
+    if abs(ratio - float(f"{ratio:.3g}")) < 1e-7 * max(1.0, abs(ratio)):
+        return f"analytic is {ratio:.3g}x the numeric value"
     times = abs(analytic - numeric) / max(fd_error, 1e-300)
     return f"wrong by {times:.2g}x the FD error (ratio {ratio:.4g})"
 
