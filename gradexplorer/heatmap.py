@@ -23,6 +23,7 @@ __all__ = [
     "Heatmap",
     "plot_jacobian",
     "update_heatmap",
+    "blit_heatmap",
     "pool_max_abs",
     "figure_png",
     "freeze_layout",
@@ -120,6 +121,7 @@ class Heatmap:
     block: tuple = (1, 1)
     shape: tuple = (0, 0)
     symlog: bool = False
+    rescaled: bool = True  # did the last update change the colour scale or the caption?
 
 
 def _norm(M: onp.ndarray, kind: str, symlog: bool = False, vmax: float | None = None):
@@ -286,10 +288,43 @@ def update_heatmap(
     cells = max(-(-M.shape[0] // h.block[0]), -(-M.shape[1] // h.block[1]))
     P, _ = pool_max_abs(M, cells)
     norm = _norm(P, h.kind, h.symlog, vmax)
-    h.image.set_norm(norm)
-    h.image.set_data(_display(P, h.kind, norm))
+    # a colour scale that still fits is kept: the colourbar need not be redrawn
+    h.rescaled = not _scale_fits(h.image.norm, norm)
+    if h.rescaled:
+        h.image.set_norm(_with_headroom(norm))
+    h.image.set_data(_display(P, h.kind, h.image.norm))
+    caption = h.caption
     _update_texts(h, M)
+    h.rescaled = h.rescaled or h.caption != caption
     return True
+
+
+def _scale_fits(old: Any, new: Any) -> bool:
+    """New data lies within the old scale and uses at least a quarter of it."""
+    if type(old) is not type(new):
+        return False
+    if isinstance(new, colors.CenteredNorm):
+        return new.halfrange <= old.halfrange <= 4 * new.halfrange
+    if isinstance(new, colors.LogNorm):
+        return old.vmin <= new.vmin and new.vmax <= old.vmax <= 16 * new.vmax
+    return False
+
+
+def _with_headroom(norm: Any) -> Any:
+    """Widen a changed scale a little, so that the next small change still fits."""
+    if isinstance(norm, colors.CenteredNorm):
+        return colors.CenteredNorm(vcenter=norm.vcenter, halfrange=1.25 * norm.halfrange)
+    if isinstance(norm, colors.LogNorm):
+        return colors.LogNorm(vmin=norm.vmin / 2, vmax=norm.vmax * 2)
+    return norm
+
+
+def blit_heatmap(h: Heatmap) -> None:
+    """Redraw only the image and its cell values (the scale and labels are unchanged)."""
+    h.ax.draw_artist(h.image)
+    for t in h.texts:
+        h.ax.draw_artist(t)
+    h.ax.figure.canvas.blit(h.ax.bbox)
 
 
 def freeze_layout(fig: Figure) -> None:

@@ -18,6 +18,7 @@ from matplotlib.patches import Rectangle
 from .heatmap import (  # noqa: F401 - re-exported: plot is the display API
     Heatmap,
     _new_axes,
+    blit_heatmap,
     figure_png,
     freeze_layout,
     plot_jacobian,

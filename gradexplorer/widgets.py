@@ -338,22 +338,27 @@ class Explorer(W.VBox):
         if name not in self._dirty:
             return
         try:
-            self._draw(name)
+            fresh = self._draw(name)
         except Exception as exc:
             self._show_error(exc, f"while drawing the {name} view")
             return
         self._dirty.discard(name)
         fig = self.figures[name]
-        if self.live:
+        art = self.artists.get(name)
+        if self.live and isinstance(art, P.Heatmap) and not art.rescaled and not fresh:
+            P.blit_heatmap(art)  # only the image changed: send it, not a redrawn figure
+        elif self.live:
             fig.canvas.draw_idle()
         else:
             self._view_widgets[name].value = P.figure_png(fig)
 
-    def _draw(self, name: str) -> None:
+    def _draw(self, name: str) -> bool:
         before = self.artists.get(name)
         self._draw_view(name)
-        if self.artists[name] is not before:  # drawn afresh: lay out once, then keep it
+        fresh = self.artists[name] is not before
+        if fresh:  # drawn afresh: lay out once, then keep it
             P.freeze_layout(self.figures[name])
+        return fresh
 
     def _draw_view(self, name: str) -> None:
         wrt = self._selected_wrt()

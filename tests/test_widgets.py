@@ -169,3 +169,22 @@ def test_where_view_names_the_culprit(explorer, tmp_path):
     assert loc.culprit is not None
     assert "culprit" in ex.figures["Where"].axes[0].get_title()
     (tmp_path / "where.png").write_bytes(ex._view_widgets["Where"].value)
+
+
+def test_heatmap_keeps_a_fitting_scale_and_blits():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from gradexplorer import plot as P
+
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    M = np.random.default_rng(0).standard_normal((40, 40))
+    h = P.plot_jacobian(M, fig.add_subplot())
+    fig.canvas.draw()
+    norm = h.image.norm
+    assert P.update_heatmap(h, 0.9 * M) and not h.rescaled and h.image.norm is norm
+    P.blit_heatmap(h)  # draws the image over the cached figure, no error, no new artists
+    np.testing.assert_allclose(image_of(h), 0.9 * M)
+    assert P.update_heatmap(h, 10 * M) and h.rescaled
+    assert h.image.norm.halfrange >= np.max(np.abs(10 * M))  # with headroom for the next step
+    assert P.update_heatmap(h, 0.1 * M) and h.rescaled  # too small for the old scale
