@@ -14,7 +14,17 @@ from .complex import complex_blocks
 from .jacobians import hessian
 from .sweep import step_sweep
 
-__all__ = ["draw_view", "point_sliders", "point_from"]
+__all__ = ["draw_view", "point_sliders", "point_from", "FIGSIZE"]
+
+#: Figure size (inches) of each view.
+FIGSIZE = {
+    "Jacobian": (6, 4.5),
+    "Check": (15, 4),
+    "Complex blocks": (16, 3.8),
+    "Hessian": (13, 3.8),
+    "Step sweep": (6.5, 4.5),
+    "Where": (13, 5),
+}
 
 
 def point_sliders(f: Callable, args: tuple, argnums: tuple) -> list:

@@ -8,7 +8,6 @@ it each view is an ``Image`` widget holding a PNG of the same figure.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +22,7 @@ from ._args import param_label, resolve_wrt
 from .check import check_grads
 from .fd import METHODS
 from .widget_html import badge_html, entry_html, error_html, worst_html
-from .widget_views import draw_view, point_from, point_sliders
+from .widget_views import FIGSIZE, draw_view, point_from, point_sliders
 
 __all__ = ["explore", "Explorer"]
 
@@ -93,10 +92,10 @@ class Explorer(W.VBox):
         self.artists: dict[str, Any] = {}
         self.report = None
         self._dirty: set[str] = set()
-        self._last_refresh = 0.0
         self._closed = False
         self._loading = False
         self.views: list[str] = []
+        self._view_widgets: dict[str, W.Widget] = {}
         self.error = W.HTML("")
         self.badge = W.HTML("")
         self.worst = W.HTML("")
@@ -175,7 +174,7 @@ class Explorer(W.VBox):
             return
         finally:
             self._loading = False
-        self.refresh(force=True)
+        self.refresh()
 
     def _setup(self, f, args, wrt):
         argnums, _ = resolve_wrt(f, wrt, len(args))
@@ -225,14 +224,7 @@ class Explorer(W.VBox):
         self.tabs.selected_index = 0
 
     def _new_figure(self, name: str) -> Figure:
-        size = {
-            "Jacobian": (6, 4.5),
-            "Check": (15, 4),
-            "Complex blocks": (16, 3.8),
-            "Hessian": (13, 3.8),
-            "Step sweep": (6.5, 4.5),
-            "Where": (13, 5),
-        }[name]
+        size = FIGSIZE[name]
         if self.live:
             import matplotlib.pyplot as plt
 
@@ -304,11 +296,10 @@ class Explorer(W.VBox):
 
     # ------------------------------------------------------------ compute and draw
 
-    def refresh(self, force: bool = False) -> None:
+    def refresh(self) -> None:
         """Recompute the check at the controls' state and redraw the visible view."""
         if self._closed or self._loading:
             return
-        self._last_refresh = time.perf_counter()
         try:
             args = self.current_args()
             self.report = check_grads(
@@ -410,27 +401,9 @@ class Explorer(W.VBox):
         for name in list(self.figures):
             self._close_figure(name)
         self.artists.clear()
-        for w in (
-            self.method,
-            self.auto_step,
-            self.step,
-            self.rtol,
-            self.dtype,
-            self.block,
-            self.scale,
-            self.seed,
-            self.resample,
-            self.row,
-            self.col,
-            self.tabs,
-            self.badge,
-            self.worst,
-            self.entry_info,
-            self.error,
-            self.gallery_menu,
-            *self.point_sliders,
-        ):
-            w.close()
+        owned = [v for v in vars(self).values() if isinstance(v, W.Widget)]
+        for w in owned + self.point_sliders + list(self._view_widgets.values()):
+            _close_tree(w)
         super().close()
 
 
@@ -438,3 +411,9 @@ def _log_slider(description: str, value: float, lo: int, hi: int, **kw) -> W.Flo
     return W.FloatLogSlider(
         value=value, base=10, min=lo, max=hi, description=description, continuous_update=False, **kw
     )
+
+
+def _close_tree(widget: W.Widget) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    widget.close()
