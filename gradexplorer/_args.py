@@ -158,16 +158,6 @@ def is_complex(x: Any) -> bool:
     return onp.iscomplexobj(x)
 
 
-def real_dtype(x: Any) -> onp.dtype:
-    """The real floating dtype that carries x's precision (float64 for Python scalars)."""
-    dt = onp.asarray(x).dtype
-    if dt.kind == "c":
-        return onp.empty(0, dt).real.dtype
-    if dt.kind == "f":
-        return dt
-    return onp.dtype(float)
-
-
 @dataclass(frozen=True)
 class Side:
     """How one array maps to a real vector: shape, complexness and label name."""

@@ -223,7 +223,7 @@ def complex_step_derivatives(
     return onp.array(cols).T, onp.array(errs).T, x0.size + 1
 
 
-def _input_steps(step: Any, x: Any, side: Side, method: str) -> onp.ndarray:
+def input_steps(step: Any, x: Any, side: Side, method: str) -> onp.ndarray:
     """Steps per real coordinate of one input (Re and Im halves share a step)."""
     if step is None:
         s = default_step(x, method)
@@ -306,7 +306,7 @@ def _numeric_one(f, args, kwargs, i, method, step, vectorized, executor) -> FDRe
     y = f(*args, **kwargs)
     outs = output_sides(y)
     y0 = realify_output(y)
-    steps = _input_steps(step, args[i], side, method)
+    steps = input_steps(step, args[i], side, method)
     if method == "complex_step":
         J, E, nfev = complex_step_derivatives(gmap, x0, steps)
     else:

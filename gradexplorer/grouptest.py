@@ -66,9 +66,12 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
         + (f" (stopped at {MAX_LOCATED_COLUMNS})" if len(bad_cols) >= MAX_LOCATED_COLUMNS else "")
     )
     entries = []
+    steps = exact_steps(x0, p.steps(method))
     for j in bad_cols:
         entries.extend(
-            _column_entries(p, tr, gmap, x0, y0, j, method, atol, rtol, rows, cols, cost, notes)
+            _column_entries(
+                p, tr, gmap, x0, y0, steps[j], j, method, atol, rtol, rows, cols, cost, notes
+            )
         )
     entries.sort(key=lambda e: -e.violation)
     if not entries:
@@ -143,16 +146,15 @@ def _bisect_columns(gmap, x0, y0, u, d, r, base, method, p, atol, rtol, cost, di
     return sorted(found)
 
 
-def _column_entries(p, tr, gmap, x0, y0, j, method, atol, rtol, rows, cols, cost, notes):
+def _column_entries(p, tr, gmap, x0, y0, step, j, method, atol, rtol, rows, cols, cost, notes):
     """The wrong entries of column j: the numeric column from one directional
     difference, the reverse-mode rows located by halving with VJPs."""
     from .check import judge
 
     e_j = onp.zeros(x0.size, x0.dtype)
     e_j[j] = 1
-    steps = exact_steps(x0, p.steps(method))
     est, err, nfev = directional_derivatives(
-        gmap.batch, x0, lambda _: e_j, 1, steps[j : j + 1], method, y0, x0.dtype
+        gmap.batch, x0, lambda _: e_j, 1, onp.array([step]), method, y0, x0.dtype
     )
     cost.nfev += nfev
     numeric, fd_err = est[0], err[0]

@@ -21,6 +21,7 @@ from ._args import (
     as_differentiable,
     bind_positional,
     check_callable,
+    from_real_vector,
     nonfinite_summary,
     output_sides,
     param_label,
@@ -30,7 +31,7 @@ from ._args import (
     to_real_vector,
 )
 from .errors import InputMutationError, NonFiniteWarning, NotDeterministicError
-from .fd import RealMap, default_step, eps_of
+from .fd import RealMap, eps_of, input_steps
 
 __all__ = ["Problem", "build_problem", "as_rng"]
 
@@ -81,18 +82,13 @@ class Problem:
         return RealMap(self.F, self.vs, {}, tuple(range(len(self.vs))), sides)
 
     def steps(self, method: str) -> onp.ndarray:
-        if self.step is not None:
-            return onp.full(sum(v.size for v in self.vs), float(self.step))
-        return onp.concatenate([_side_steps(v, s, method) for v, s in zip(self.vs, self.in_sides)])
-
-
-def _side_steps(v: onp.ndarray, side: Side, method: str) -> onp.ndarray:
-    if side.complex:
-        n = side.size
-        z = v[:n] + 1j * v[n:]
-        s = default_step(z, method)
-        return onp.concatenate([s, s])
-    return default_step(v, method)
+        """Step per realified coordinate: the fixed ``step``, else the per-dtype default."""
+        return onp.concatenate(
+            [
+                input_steps(self.step, from_real_vector(v, s), s, method)
+                for v, s in zip(self.vs, self.in_sides)
+            ]
+        )
 
 
 def build_problem(f: Callable, args: tuple, kwargs: dict, wrt: Any) -> Problem:

@@ -50,7 +50,6 @@ class Blocks:
     """Names and slices of the stacked rows (outputs) or columns (inputs)."""
 
     sides: tuple[Side, ...]
-    argnums: tuple[int, ...] = ()
 
     @property
     def slices(self) -> dict[str, slice]:
