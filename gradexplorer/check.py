@@ -272,7 +272,7 @@ def full_check(p: Problem, method: str, atol, rtol, order: int) -> CheckReport:
         order=order,
         mode="full",
         method=method,
-        dtype=str(onp.result_type(*[s.dtype for s in p.in_sides])),
+        dtype=p.dtype,
         atol=atol_,
         rtol=rtol_,
         nfev=int(nfev) + 2,

@@ -221,7 +221,7 @@ def _report(p, rows, cols, entries, order, method, cost, notes, passed):
         order=order,
         mode="fast",
         method=method,
-        dtype=str(onp.result_type(*[s.dtype for s in p.in_sides])),
+        dtype=p.dtype,
         nfev=cost.nfev + 2,
         rtol=float(onp.sqrt(p.eps)),
         ngrad=cost.ngrad,

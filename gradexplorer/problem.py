@@ -81,6 +81,11 @@ class Problem:
         ]
         return RealMap(self.F, self.vs, {}, tuple(range(len(self.vs))), sides)
 
+    @property
+    def dtype(self) -> str:
+        """The common dtype of the checked inputs (as reports name it)."""
+        return str(onp.result_type(*[s.dtype for s in self.in_sides]))
+
     def steps(self, method: str) -> onp.ndarray:
         """Step per realified coordinate: the fixed ``step``, else the per-dtype default."""
         return onp.concatenate(
