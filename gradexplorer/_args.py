@@ -1,15 +1,23 @@
-"""Argument handling shared by every operator: validation, ``wrt`` selection,
-realification of complex arrays and readable entry labels."""
+"""Binding a call of f: which arguments are differentiated, their leaves and labels.
+
+Every operator starts here. :func:`bind_call` resolves ``wrt`` (an int, a
+parameter name, or a sequence of them; ``None`` for every float argument),
+opens nested arguments into leaves (:mod:`gradexplorer.tree`), validates them
+and names them. :class:`Call` can then rebuild f's arguments from new leaf
+values, so every operator works on flat lists of leaves and never
+special-cases containers. :func:`output_layout` does the same for f's output.
+"""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as onp
-from autograd.tracer import getval, isbox
+
+from .tree import Leaf, TreeDef, flatten, float_kind, leaf_of, path_str, unflatten
 
 #: Largest dense Jacobian (in bytes) an operator builds before refusing.
 MEMORY_CAP_BYTES = 2 * 1024**3
@@ -25,63 +33,77 @@ def check_callable(f: Any, what: str = "f") -> None:
         )
 
 
-def parameter_names(f: Callable) -> list[str]:
-    """Names of f's positional parameters (empty when they cannot be read)."""
+def _signature(f: Callable) -> inspect.Signature | None:
     f = getattr(f, "fun", f) if getattr(f, "_is_autograd_primitive", False) else f
     try:
-        sig = inspect.signature(f)
+        return inspect.signature(f)
     except (TypeError, ValueError):
+        return None
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def parameter_names(f: Callable) -> list[str]:
+    """Names of f's positional parameters (empty when they cannot be read)."""
+    sig = _signature(f)
+    if sig is None:
         return []
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return [p.name for p in sig.parameters.values() if p.kind in kinds]
+    return [p.name for p in sig.parameters.values() if p.kind in _POSITIONAL]
+
+
+def keyword_only_names(f: Callable) -> list[str]:
+    sig = _signature(f)
+    if sig is None:
+        return []
+    return [p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
 def has_var_positional(f: Callable) -> bool:
-    f = getattr(f, "fun", f) if getattr(f, "_is_autograd_primitive", False) else f
-    try:
-        sig = inspect.signature(f)
-    except (TypeError, ValueError):
+    sig = _signature(f)
+    if sig is None:
         return True
     return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in sig.parameters.values())
 
 
-def bind_positional(f: Callable, args: tuple, kwargs: dict) -> tuple[list, dict]:
-    """Move keyword arguments that name positional parameters into ``args``.
-
-    So that ``wrt="y"`` works whether y was passed by position or by keyword.
-    """
+def param_label(f: Callable, slot: int | str) -> str:
+    """The name used for an argument in labels (``x``, or ``arg2``)."""
+    if isinstance(slot, str):
+        return slot
     names = parameter_names(f)
-    args = list(args)
-    kwargs = dict(kwargs)
-    for name in names[len(args) :]:
-        if name not in kwargs:
-            break
-        args.append(kwargs.pop(name))
-    return args, kwargs
+    return names[slot] if slot < len(names) else f"arg{slot}"
 
 
-def resolve_wrt(f: Callable, wrt: Any, nargs: int) -> tuple[tuple[int, ...], bool]:
-    """Turn a ``wrt`` selector into argument positions.
+def _is_index(s: Any) -> bool:
+    return isinstance(s, (int, onp.integer)) and not isinstance(s, (bool, onp.bool_))
 
-    Returns ``(argnums, single)``: ``single`` is True when ``wrt`` was one int
-    or one name (the caller then returns one array instead of a tuple).
-    ``wrt=None`` selects every positional argument.
+
+def resolve_wrt(f: Callable, wrt: Any, nargs: int, kwargs: dict | None = None):
+    """Turn a ``wrt`` selector into argument slots.
+
+    Returns ``(slots, single)``: a slot is a position in the positional
+    arguments, or a keyword name for an argument passed by keyword; ``single``
+    is True when ``wrt`` was one int or one name (the caller then returns one
+    result instead of a tuple). ``wrt=None`` selects every positional argument.
 
     >>> resolve_wrt(lambda x, y: x * y, "y", 2)
     ((1,), True)
     >>> resolve_wrt(lambda x, y: x * y, [0, 1], 2)
     ((0, 1), False)
+    >>> resolve_wrt(lambda x, *, scale: x * scale, "scale", 1, {"scale": 2.0})
+    (('scale',), True)
     """
+    kwargs = kwargs or {}
     if wrt is None:
         return tuple(range(nargs)), False
-    single = isinstance(wrt, (int, str, onp.integer)) and not isinstance(wrt, bool)
+    single = _is_index(wrt) or isinstance(wrt, str)
     selectors = [wrt] if single else list(wrt) if isinstance(wrt, Sequence) else None
     if selectors is None or not selectors:
         raise ValueError(
             f"wrt must be an int, a parameter name, or a non-empty sequence of them; got "
             f"{wrt!r}. Use e.g. wrt=0, wrt='x' or wrt=(0, 1)."
         )
-    is_int = [isinstance(s, (int, onp.integer)) and not isinstance(s, bool) for s in selectors]
+    is_int = [_is_index(s) for s in selectors]
     is_str = [isinstance(s, str) for s in selectors]
     if not (all(is_int) or all(is_str)):
         raise ValueError(
@@ -89,190 +111,374 @@ def resolve_wrt(f: Callable, wrt: Any, nargs: int) -> tuple[tuple[int, ...], boo
             "Write e.g. wrt=(0, 1) or wrt=('x', 'y')."
         )
     names = parameter_names(f)
-    argnums = []
+    slots: list = []
     for s in selectors:
         if isinstance(s, str):
-            if s not in names:
+            if s in kwargs:
+                slot = s
+            elif s in names and names.index(s) < nargs:
+                slot = names.index(s)
+            else:
+                known = names[:nargs] + list(kwargs)
                 raise ValueError(
-                    f"wrt names parameter {s!r}, but f's positional parameters are "
-                    f"{names}. Use one of those names or an index."
+                    f"wrt names {s!r}, but f was given no argument of that name; its "
+                    f"arguments are {known}. Use one of those names or an index."
                 )
-            i = names.index(s)
         else:
             i = int(s)
             if i < 0:
                 i += nargs
-        if not 0 <= i < nargs:
+            if 0 <= i < nargs:
+                slot = i
+            elif 0 <= i < len(names) and names[i] in kwargs:
+                slot = names[i]  # passed by keyword: differentiate it there
+            else:
+                raise ValueError(
+                    f"wrt={s!r} is out of range: f was called with {nargs} positional "
+                    f"argument(s), so valid indices are 0..{nargs - 1}"
+                    + (". Pass the point as arguments to the returned function." if not nargs else ".")
+                )
+        if slot in slots:
             raise ValueError(
-                f"wrt={s!r} is out of range: f was called with {nargs} positional "
-                f"argument(s), so valid indices are 0..{nargs - 1}."
+                f"wrt selects argument {param_label(f, slot)!r} twice ({wrt!r}); list each "
+                "argument once."
             )
-        argnums.append(i)
-    return tuple(argnums), single
+        slots.append(slot)
+    return tuple(slots), single
 
 
-def param_label(f: Callable, argnum: int) -> str:
-    """The name used for argument ``argnum`` in labels (``x``, or ``arg2``)."""
+@dataclass
+class Selected:
+    """One selected argument: its slot in the call, name, structure and leaves."""
+
+    slot: int | str
+    name: str
+    position: int | str
+    tree: TreeDef
+    values: list  # every leaf of the argument
+    specs: list  # a Leaf per differentiable leaf, None for a constant leaf
+    constants: list = field(default_factory=list)  # (label, reason) of constant leaves
+
+
+@dataclass
+class Call:
+    """f, its arguments and the differentiated leaves, ready to be rebuilt."""
+
+    f: Callable
+    args: list
+    kwargs: dict
+    selected: list
+    single: bool
+    skipped: list = field(default_factory=list)  # (label, reason) of unselected args
+
+    @property
+    def specs(self) -> list[Leaf]:
+        """The differentiable leaves, in order (argument by argument)."""
+        return [s for sel in self.selected for s in sel.specs if s is not None]
+
+    @property
+    def values(self) -> list:
+        """The current values of the differentiable leaves."""
+        return [
+            v for sel in self.selected for v, s in zip(sel.values, sel.specs) if s is not None
+        ]
+
+    @property
+    def constants(self) -> list:
+        return [c for sel in self.selected for c in sel.constants] + list(self.skipped)
+
+    def rebuild(self, leaves: Sequence) -> tuple[list, dict]:
+        """f's arguments with the differentiable leaves replaced by ``leaves``."""
+        args, kwargs = list(self.args), dict(self.kwargs)
+        it = iter(leaves)
+        for sel in self.selected:
+            new = [next(it) if s is not None else v for v, s in zip(sel.values, sel.specs)]
+            value = unflatten(sel.tree, new)
+            if isinstance(sel.slot, str):
+                kwargs[sel.slot] = value
+            else:
+                args[sel.slot] = value
+        return args, kwargs
+
+    def __call__(self, *leaves: Any) -> Any:
+        """f evaluated with the differentiable leaves replaced."""
+        args, kwargs = self.rebuild(leaves)
+        return self.f(*args, **kwargs)
+
+    def per_argument(self, per_leaf: Sequence, fill: Callable[[Any], Any] | None = None) -> list:
+        """Group results made per differentiable leaf back into each argument's
+        structure (constant leaves become ``fill(value)``, default None)."""
+        it = iter(per_leaf)
+        out = []
+        for sel in self.selected:
+            leaves = [
+                next(it) if s is not None else (fill(v) if fill else None)
+                for v, s in zip(sel.values, sel.specs)
+            ]
+            out.append(unflatten(sel.tree, leaves))
+        return out
+
+    def finish(self, per_argument: list) -> Any:
+        """One result for a single selector, else a tuple."""
+        return per_argument[0] if self.single else tuple(per_argument)
+
+
+def _positional_of(f: Callable, slot: int | str) -> int | str:
+    if isinstance(slot, int):
+        return slot
     names = parameter_names(f)
-    return names[argnum] if argnum < len(names) else f"arg{argnum}"
+    return names.index(slot) if slot in names else slot
 
 
-def as_differentiable(x: Any, name: str) -> Any:
-    """Validate one differentiated input and return it as a float/complex array
-    (or a Python float, kept as is so scalar functions stay scalar)."""
-    if isbox(x):  # nested differentiation: already validated by the outer operator
-        return x
-    if isinstance(x, (bool, onp.bool_)):
-        raise TypeError(
-            f"input {name} is a bool ({x!r}); differentiation needs floats. "
-            f"Pass {float(x)!r} instead."
-        )
-    if isinstance(x, (int, onp.integer)):
-        raise TypeError(
-            f"input {name} is the integer {x!r}; integers have no derivative. "
-            f"Pass a float instead: {float(x)!r}."
-        )
-    if isinstance(x, (float, complex, onp.floating, onp.complexfloating)):
-        return x
-    try:
-        arr = onp.asarray(x)
-    except Exception as exc:  # ragged lists and the like
-        raise TypeError(
-            f"input {name} must be a float or complex numpy array; got "
-            f"{type(x).__name__} that numpy cannot convert ({exc})."
-        ) from None
-    if arr.dtype.kind in "biu":
-        raise TypeError(
-            f"input {name} has integer dtype {arr.dtype}; differentiation needs floats. "
-            f"Pass {name}.astype(float) instead."
-        )
-    if arr.dtype.kind not in "fc":
-        raise TypeError(
-            f"input {name} must be a float or complex array; got dtype {arr.dtype}. "
-            "Convert it with numpy.asarray(x, dtype=float)."
-        )
-    return arr
+def _unwrap_value(x: Any) -> Any:
+    while type(x).__name__.endswith("Box") and hasattr(x, "_value"):
+        x = x._value
+    return x
 
 
-def is_complex(x: Any) -> bool:
-    return onp.iscomplexobj(x)
+def _leaf_error(label: str, reason: str, value: Any) -> TypeError:
+    v = _unwrap_value(value)
+    if reason.startswith("an integer") or reason == "a bool" or reason == "a bool array":
+        fix = (
+            f"pass floats instead: {label}.astype(float)"
+            if hasattr(v, "astype") and onp.ndim(v)
+            else f"pass the float {float(v)!r} instead"
+            if isinstance(v, (int, bool, onp.integer, onp.bool_))
+            else "pass floats instead"
+        )
+        return TypeError(
+            f"input {label} is {reason} ({v!r:.40}); integers and bools have no derivative: "
+            f"{fix}."
+        )
+    if reason == "a masked array":
+        return TypeError(
+            f"input {label} is a numpy masked array; derivatives ignore masks silently, so "
+            f"they are refused. Pass {label}.filled(value) or {label}.data, and apply the "
+            "mask inside f (e.g. with np.where)."
+        )
+    return TypeError(
+        f"input {label} is {reason}; differentiation needs float or complex arrays (or "
+        "lists / tuples / dicts of them). Pass it as a keyword argument to hold it constant, "
+        "or leave it out of wrt."
+    )
+
+
+def _check_precision(label: str, spec: Leaf) -> None:
+    rdt = str(spec.real_dtype)
+    if rdt not in ("float16", "float32", "float64"):
+        raise TypeError(
+            f"input {label} has dtype {spec.dtype}; gradexplorer works in float16, float32 "
+            "and float64 (and their complex types): its finite differences would silently "
+            f"round {spec.dtype} to float64. Pass {label}.astype(np.float64)."
+        )
+
+
+def select_argument(
+    f: Callable, value: Any, slot: int | str, *, constants_ok: bool, name: str | None = None
+) -> Selected:
+    """Open one argument into leaves, validate and name them."""
+    name = name or param_label(f, slot)
+    leaves, tree = flatten(value)
+    specs, constants = [], []
+    for leaf, path in zip(leaves, tree.paths()):
+        label = name + path_str(path)
+        kind = float_kind(leaf)
+        if kind in ("real", "complex"):
+            spec = leaf_of(leaf, label, _positional_of(f, slot), path)
+            _check_precision(label, spec)
+            specs.append(spec)
+            continue
+        if not constants_ok or not path:
+            raise _leaf_error(label, kind, leaf)
+        specs.append(None)
+        constants.append((label, kind))
+    if not any(s is not None for s in specs):
+        if tree.num_leaves == 0:
+            raise TypeError(
+                f"input {name} is an empty structure ({tree.describe()}); there is nothing "
+                "to differentiate. Leave it out of wrt."
+            )
+        raise TypeError(
+            f"input {name} holds no float or complex leaf ({constants[0][1]} at "
+            f"{constants[0][0]}); pass float arrays or leave it out of wrt."
+        )
+    return Selected(slot, name, _positional_of(f, slot), tree, leaves, specs, constants)
+
+
+def bind_call(
+    f: Callable, args: Sequence, kwargs: dict, wrt: Any, *, constants_ok: bool = False
+) -> Call:
+    """Resolve ``wrt``, open the selected arguments into leaves and validate them.
+
+    With ``constants_ok`` (the checkers), a non-float leaf inside a selected
+    structure is held constant and listed; ``wrt=None`` then selects every
+    positional argument that holds a float leaf and lists the others with the
+    reason. Without it (the AD operators) such leaves raise a TypeError that
+    says how to fix the call. Keyword arguments are constants unless ``wrt``
+    names them.
+    """
+    check_callable(f)
+    args, kwargs = list(args), dict(kwargs)
+    if wrt is None and constants_ok:
+        selected, skipped = [], []
+        for i, a in enumerate(args):
+            try:
+                selected.append(select_argument(f, a, i, constants_ok=True))
+            except TypeError:
+                skipped.append((param_label(f, i), _skip_reason(a)))
+        for k in kwargs:
+            skipped.append((k, "a keyword argument (held constant unless wrt names it)"))
+        if not selected:
+            raise TypeError(
+                "found no float or complex argument to differentiate among f's positional "
+                f"arguments ({', '.join(f'{n}: {r}' for n, r in skipped) or 'none given'}). "
+                "Pass float arrays (x.astype(float)), or name the input with wrt=."
+            )
+        return Call(f, args, kwargs, selected, False, skipped)
+    slots, single = resolve_wrt(f, wrt, len(args), kwargs)
+    selected = []
+    for slot in slots:
+        value = kwargs[slot] if isinstance(slot, str) else args[slot]
+        selected.append(select_argument(f, value, slot, constants_ok=constants_ok))
+    return Call(f, args, kwargs, selected, single)
+
+
+def _skip_reason(a: Any) -> str:
+    leaves, tree = flatten(a)
+    if not leaves:
+        return f"an empty structure ({tree.describe()})" if tree.kind != "none" else "None"
+    if len(leaves) == 1 and tree.is_leaf:
+        return float_kind(a)
+    kinds = sorted({float_kind(v) for v in leaves})
+    return f"a structure of {', '.join(kinds)}"
+
+
+# ---------------------------------------------------------------- outputs
 
 
 @dataclass(frozen=True)
-class Side:
-    """How one array maps to a real vector: shape, complexness and label name."""
+class OutputLayout:
+    """The structure of f's output: its differentiable leaves become the rows."""
 
-    name: str
-    shape: tuple[int, ...]
-    complex: bool
-    dtype: str = "float64"
+    tree: TreeDef
+    specs: tuple  # a Leaf per differentiable output leaf, None for a constant leaf
+    constants: tuple = ()  # (label, reason)
 
     @property
-    def size(self) -> int:
-        return int(onp.prod(self.shape, dtype=int))
+    def leaves(self) -> list[Leaf]:
+        return [s for s in self.specs if s is not None]
 
     @property
     def real_size(self) -> int:
-        return self.size * (2 if self.complex else 1)
+        return sum(s.real_size for s in self.leaves)
 
-    def label(self, k: int) -> str:
-        """Label of real coordinate ``k`` (``x[2, 1]``, ``Re z[0]``, ``x``)."""
-        part = ""
-        if self.complex:
-            part = "Re " if k < self.size else "Im "
-            k = k % self.size
-        if self.shape == ():
-            return f"{part}{self.name}"
-        idx = onp.unravel_index(k, self.shape)
-        return f"{part}{self.name}[{', '.join(str(int(i)) for i in idx)}]"
+    def realify(self, y: Any, np: Any = onp) -> Any:
+        """The differentiable output leaves as one real vector (traceable with ``np``)."""
+        leaves, _ = flatten(y)
+        parts = []
+        for leaf, spec in zip(leaves, self.specs):
+            if spec is None:
+                continue
+            if spec.complex:
+                parts.extend([np.ravel(np.real(leaf)), np.ravel(np.imag(leaf))])
+            else:
+                parts.append(np.ravel(leaf))
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts)
 
-    def index(self, k: int) -> tuple[int, ...]:
-        """Multi-index of real coordinate ``k`` (a 1-tuple for a complex side)."""
-        if self.complex:
-            return (int(k),)
-        return tuple(int(i) for i in onp.unravel_index(k, self.shape))
-
-
-def side_of(x: Any, name: str) -> Side:
-    x = getval(x)
-    dtype = onp.asarray(x).dtype if not isinstance(x, (float, complex)) else onp.dtype(type(x))
-    return Side(name, tuple(onp.shape(x)), bool(is_complex(x)), str(dtype))
-
-
-def to_real_vector(x: Any) -> onp.ndarray:
-    """Flatten x to a real vector: ``[Re x.ravel(), Im x.ravel()]`` when complex."""
-    a = onp.asarray(getval(x))
-    if a.dtype.kind == "c":
-        return onp.concatenate([a.real.ravel(), a.imag.ravel()])
-    return a.ravel()
-
-
-def from_real_vector(v: Any, side: Side, np=onp) -> Any:
-    """Inverse of :func:`to_real_vector` (pass ``np=autograd.numpy`` while tracing)."""
-    if side.complex:
-        n = side.size
-        z = v[:n] + 1j * v[n:]
-        return np.reshape(z, side.shape)
-    return np.reshape(v, side.shape)
+    def check(self, y: Any, where: str = "") -> None:
+        """Raise when y's structure or shapes differ from this layout."""
+        leaves, tree = flatten(y)
+        if tree != self.tree:
+            raise ValueError(
+                f"f's output changed structure{where}: first {self.tree.describe()}, then "
+                f"{tree.describe()}. Derivatives need an output of fixed structure."
+            )
+        for leaf, spec in zip(leaves, self.specs):
+            if spec is not None and tuple(onp.shape(_unwrap_value(leaf))) != spec.shape:
+                raise ValueError(
+                    f"f's output {spec.name} changed shape{where}: {spec.shape} at the point, "
+                    f"{tuple(onp.shape(_unwrap_value(leaf)))} nearby. Its shape depends on "
+                    "the input values (boolean masks, np.unique, nonzero, data-dependent "
+                    "slicing), so it has no Jacobian; make the output's shape fixed."
+                )
 
 
-def from_real_batch(V: onp.ndarray, side: Side) -> onp.ndarray:
-    """Rows of V (each a realified point) back to a batch ``(k,) + side.shape``."""
-    k = V.shape[0]
-    if side.complex:
-        n = side.size
-        Z = (V[:, :n] + 1j * V[:, n:]).astype(side.dtype, copy=False)
-        return Z.reshape((k,) + side.shape)
-    return V.astype(side.dtype, copy=False).reshape((k,) + side.shape)
+def output_name(path: tuple, top_kind: str) -> str:
+    """``y`` for one array, ``y0, y1, ...`` for a top-level list/tuple, ``y['k']`` ..."""
+    if not path:
+        return "y"
+    if top_kind in ("list", "tuple"):
+        return f"y{path[0]}" + path_str(path[1:])
+    return "y" + path_str(path)
 
 
-def realify_output(y: Any, np=onp) -> Any:
-    """Traced version of :func:`to_real_vector` (works on autograd boxes).
+def output_layout(y: Any, what: str = "f") -> OutputLayout:
+    """The layout of an output value; a clear TypeError for outputs with no derivative."""
+    v = _unwrap_value(y)
+    if v is None:
+        raise TypeError(
+            f"{what} returned None; it must return a float array (or a list / tuple / dict "
+            "of them). Did the function forget its return statement?"
+        )
+    if isinstance(v, (str, bytes)):
+        raise TypeError(
+            f"{what} returned a {type(v).__name__} ({v!r:.40}); it must return a float "
+            "array (or a list / tuple / dict of them)."
+        )
+    leaves, tree = flatten(y)
+    specs, constants = [], []
+    for leaf, path in zip(leaves, tree.paths()):
+        label = output_name(path, tree.kind)
+        kind = float_kind(leaf)
+        if kind in ("real", "complex"):
+            specs.append(leaf_of(leaf, label, None, path))
+            continue
+        if isinstance(_unwrap_value(leaf), (str, bytes)) or kind.endswith("object"):
+            raise TypeError(
+                f"{what}'s output {label} is {kind}; outputs must be float or complex arrays "
+                "(or structures of them). Return the numbers only."
+            )
+        specs.append(None)
+        constants.append((label, kind))
+    if not any(s is not None for s in specs):
+        got = constants[0][1] if constants else f"an empty {tree.describe()}"
+        raise TypeError(
+            f"{what}'s output holds no float or complex value (it is {got}); derivatives "
+            "need float outputs. Return floats from f (e.g. y.astype(float))."
+        )
+    return OutputLayout(tree, tuple(specs), tuple(constants))
 
-    A list/tuple of outputs is realified piece by piece and stacked.
-    """
-    if isinstance(y, (list, tuple)):
-        return np.concatenate([realify_output(yk, np) for yk in y])
-    if onp.iscomplexobj(_value(y)):
-        return np.concatenate([np.ravel(np.real(y)), np.ravel(np.imag(y))])
-    return np.ravel(y)
 
-
-def output_sides(y: Any) -> list[Side]:
-    """Sides of f's output(s): ``y`` for one array, ``y0, y1, ...`` for several."""
-    if isinstance(y, (list, tuple)):
-        return [side_of(yk, f"y{k}") for k, yk in enumerate(y)]
-    return [side_of(y, "y")]
-
-
-def _value(y: Any) -> Any:
-    return getval(y)
+# ---------------------------------------------------------------- sizes
 
 
 def check_jacobian_size(n_out: int, n_in: int, itemsize: int = 8, what: str = "Jacobian") -> None:
     """Refuse to build a dense matrix larger than :data:`MEMORY_CAP_BYTES`."""
     nbytes = int(n_out) * int(n_in) * itemsize
     if nbytes > MEMORY_CAP_BYTES:
-        raise _too_large(n_out, n_in, nbytes, what)
+        from .errors import JacobianTooLargeError
+
+        raise JacobianTooLargeError(
+            f"a dense {what} of {n_out} outputs x {n_in} inputs needs {nbytes / 1e9:.1f} GB, "
+            f"over the cap of {MEMORY_CAP_BYTES / 1e9:.1f} GB "
+            "(gradexplorer._args.MEMORY_CAP_BYTES). Use gx.Lop / gx.Rop for products with "
+            "it, or gx.check_grads(..., mode='fast'), which never builds it."
+        )
 
 
-def _too_large(n_out: int, n_in: int, nbytes: int, what: str):
-    from .errors import JacobianTooLargeError
-
-    return JacobianTooLargeError(
-        f"a dense {what} of {n_out} outputs x {n_in} inputs needs {nbytes / 1e9:.1f} GB, "
-        f"over the cap of {MEMORY_CAP_BYTES / 1e9:.1f} GB "
-        "(gradexplorer._args.MEMORY_CAP_BYTES). Use gx.Lop / gx.Rop for products with "
-        "it, or gx.check_grads(..., mode='fast'), which never builds it."
-    )
-
-
-def nonfinite_summary(a: Any, side: Side, limit: int = 5) -> str | None:
-    """Name the NaN/Inf entries of ``a`` (None when all are finite)."""
-    v = to_real_vector(a)
-    bad = onp.flatnonzero(~onp.isfinite(v))
-    if bad.size == 0:
+def nonfinite_summary(values: Sequence, specs: Sequence[Leaf], limit: int = 5) -> str | None:
+    """Name the NaN/Inf entries of leaves (None when all are finite)."""
+    bad_labels, count = [], 0
+    for v, spec in zip(values, specs):
+        if spec is None:
+            continue
+        r = spec.to_real(v)
+        bad = onp.flatnonzero(~onp.isfinite(r))
+        count += bad.size
+        bad_labels.extend(f"{spec.label(k)}={r[k]}" for k in bad[: limit - len(bad_labels)])
+    if not count:
         return None
-    shown = ", ".join(f"{side.label(k)}={v[k]}" for k in bad[:limit])
-    more = f" and {bad.size - limit} more" if bad.size > limit else ""
-    return f"{bad.size} non-finite entr{'y' if bad.size == 1 else 'ies'}: {shown}{more}"
+    more = f" and {count - len(bad_labels)} more" if count > len(bad_labels) else ""
+    return f"{count} non-finite entr{'y' if count == 1 else 'ies'}: {', '.join(bad_labels)}{more}"

@@ -1,9 +1,11 @@
-"""Tracing on top of autograd with one root node per differentiated argument.
+"""Tracing on top of autograd: one root per leaf, reusable backward passes,
+forward mode that does not stop at an operation without a JVP rule.
 
-autograd's own ``make_vjp`` boxes a single value, so it cannot say *which* of
-several inputs the output is disconnected from, and it re-sorts the graph on
-every backward pass. Here each selected argument gets its own root; the graph
-is sorted once and reused for every cotangent (a Jacobian needs many).
+autograd's own ``make_vjp`` boxes a single value, so it cannot say *which*
+input the output is disconnected from, and it re-sorts the graph on every
+backward pass. Here each differentiated leaf gets its own root; the graph is
+sorted once and reused for every cotangent (a Jacobian needs many). Nodes
+remember their primitive, so an error in a backward pass names it.
 """
 
 from __future__ import annotations
@@ -12,9 +14,45 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograd.core import JVPNode, VJPNode, add_outgrads, vspace
-from autograd.tracer import isbox, new_box, trace_stack
+import numpy as onp
+from autograd.core import (
+    JVPNode,
+    VJPNode,
+    add_outgrads,
+    make_vjp,
+    primitive_vjps,
+    vspace,
+)
+from autograd.tracer import getval, isbox, new_box, notrace_primitives, trace_stack
 from autograd.util import toposort
+
+from .errors import GradExplorerError
+
+__all__ = ["VJPTrace", "trace_vjp", "trace_jvp", "op_name", "getval", "isbox"]
+
+
+def op_name(fun: Any) -> str:
+    raw = getattr(fun, "fun", fun)
+    return getattr(raw, "__name__", None) or type(raw).__name__
+
+
+class NamedVJPNode(VJPNode):
+    """A VJP node that remembers its primitive (for error messages and locate)."""
+
+    __slots__ = ["fun"]
+
+    def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
+        self.fun = fun
+        super().__init__(value, fun, args, kwargs, parent_argnums, parents)
+
+    def initialize_root(self):
+        super().initialize_root()
+        self.fun = None
+
+
+# Comparisons and other no-gradient functions are not recorded for autograd's
+# node types; share those registrations (the same sets, so later ones count too).
+notrace_primitives[NamedVJPNode] = notrace_primitives[VJPNode]
 
 
 def _end(out: Any, trace_id: int):
@@ -23,13 +61,20 @@ def _end(out: Any, trace_id: int):
     return out, None
 
 
+def _with_op_context(exc: BaseException, node: Any, what: str) -> BaseException:
+    """Add which operation's rule raised, keeping the exception's type."""
+    name = op_name(node.fun) if getattr(node, "fun", None) is not None else "an operation"
+    if hasattr(exc, "add_note") and not isinstance(exc, GradExplorerError):
+        exc.add_note(f"(raised by the {what} of {name})")
+    return exc
+
+
 @dataclass
 class VJPTrace:
     """A recorded forward pass: its value and a reusable backward pass."""
 
     value: Any
-    args: Sequence[Any]
-    argnums: tuple[int, ...]
+    leaves: Sequence[Any]
     roots: list
     end_node: Any
     _order: list = field(default_factory=list)
@@ -41,9 +86,9 @@ class VJPTrace:
         self._roots = set(self.roots)
 
     def backward(self, g: Any) -> list:
-        """Input cotangents (one per selected argument) for output cotangent g.
+        """Input cotangents (one per leaf) for output cotangent g.
 
-        Disconnected inputs get zeros of their own vector space.
+        Disconnected leaves get zeros of their own vector space.
         """
         grads = {}
         if self.end_node is not None:
@@ -53,34 +98,122 @@ class VJPTrace:
                 outgrad = outgrads.pop(node)
                 if node in roots:
                     grads[node] = outgrad[0]
-                for parent, ingrad in zip(node.parents, node.vjp(outgrad[0])):
+                    continue
+                try:
+                    ingrads = list(node.vjp(outgrad[0]))
+                except Exception as exc:
+                    raise _with_op_context(exc, node, "VJP") from None
+                for parent, ingrad in zip(node.parents, ingrads):
                     outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)
         return [
-            grads[r] if r in grads else vspace(self.args[i]).zeros()
-            for r, i in zip(self.roots, self.argnums)
+            grads[r] if r in grads else vspace(leaf).zeros()
+            for r, leaf in zip(self.roots, self.leaves)
         ]
 
+    def ops(self) -> list[str]:
+        """Names of the recorded operations, in evaluation order."""
+        return [op_name(n.fun) for n in reversed(self._order) if getattr(n, "fun", None)]
 
-def trace_vjp(fun: Callable, args: Sequence, kwargs: dict, argnums: Sequence[int]) -> VJPTrace:
-    """Run ``fun(*args, **kwargs)`` once, recording it for reverse mode."""
-    roots = [VJPNode.new_root() for _ in argnums]
+
+def trace_vjp(fun: Callable, leaves: Sequence) -> VJPTrace:
+    """Run ``fun(*leaves)`` once, recording it for reverse mode (a root per leaf)."""
+    roots = [NamedVJPNode.new_root() for _ in leaves]
     with trace_stack.new_trace() as t:
-        boxed = list(args)
-        for root, i in zip(roots, argnums):
-            boxed[i] = new_box(args[i], t, root)
-        value, end_node = _end(fun(*boxed, **kwargs), t)
-    return VJPTrace(value, args, tuple(argnums), roots, end_node)
+        boxed = [new_box(leaf, t, root) for leaf, root in zip(leaves, roots)]
+        value, end_node = _end(fun(*boxed), t)
+    return VJPTrace(value, list(leaves), roots, end_node)
+
+
+# ---------------------------------------------------------------- forward mode
+
+
+class _FallbackJVPNode(JVPNode):
+    """A JVP node that, for an operation with no JVP rule, derives the tangent
+    from the operation's VJP (the transpose of a linear map), so that the JVP
+    rules of every *other* operation can still be checked in forward mode."""
+
+    __slots__ = []
+    used: list | None = None
+
+    def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
+        try:
+            super().__init__(value, fun, args, kwargs, parent_argnums, parents)
+        except (NotImplementedError, KeyError) as exc:
+            if _FallbackJVPNode.used is None:
+                raise NotImplementedError(str(exc)) from exc
+            gs = [p.g for p in parents]
+            self.g = _jvp_from_vjp(fun, value, args, kwargs, parent_argnums, gs)
+            _FallbackJVPNode.used.append(op_name(fun))
+
+
+notrace_primitives[_FallbackJVPNode] = notrace_primitives[JVPNode]
+
+
+def _jvp_from_vjp(fun, ans, args, kwargs, argnums, gs):
+    """J·g for one operation from its VJP: the VJP is linear in its cotangent u,
+    so J·g is the gradient of u -> Σ <vjp(u)_k, g_k>."""
+    try:
+        vjpmaker = primitive_vjps[fun]
+    except KeyError:
+        raise NotImplementedError(f"{op_name(fun)} has neither a JVP nor a VJP rule") from None
+    if onp.iscomplexobj(ans) or any(onp.iscomplexobj(getval(args[i])) for i in argnums):
+        raise NotImplementedError(
+            f"JVP of {op_name(fun)} is not defined, and it has complex values, so its "
+            "tangent cannot be derived from its VJP"
+        )
+    vjp = vjpmaker(argnums, ans, args, kwargs)
+
+    def pairing(u):
+        total = 0.0
+        for ct, g in zip(vjp(u), gs):
+            total = total + _vdot(ct, g)
+        return total
+
+    u0 = vspace(ans).zeros()
+    try:
+        back, _ = make_vjp(pairing, u0)
+        return back(1.0)
+    except Exception:
+        pass
+    size = int(onp.size(ans))
+    if size > 4096:
+        raise NotImplementedError(
+            f"JVP of {op_name(fun)} is not defined and its VJP is not differentiable"
+        )
+    flat = onp.zeros(size, onp.asarray(ans).dtype)
+    out = onp.zeros(size)
+    for i in range(size):
+        flat[i] = 1
+        out[i] = float(pairing(flat.reshape(onp.shape(ans)) if onp.ndim(ans) else flat[0]))
+        flat[i] = 0
+    return out.reshape(onp.shape(ans)) if onp.ndim(ans) else out[0]
+
+
+def _vdot(a, b):
+    import autograd.numpy as anp
+
+    return anp.sum(anp.real(a) * anp.real(b))
 
 
 def trace_jvp(
-    fun: Callable, args: Sequence, kwargs: dict, argnums: Sequence[int], tangents: Sequence
-) -> tuple[Any, Any]:
-    """Forward mode: ``(fun(*args), J @ tangents)`` in one pass."""
-    with trace_stack.new_trace() as t:
-        boxed = list(args)
-        for i, g in zip(argnums, tangents):
-            boxed[i] = new_box(args[i], t, JVPNode.new_root(g))
-        value, end_node = _end(fun(*boxed, **kwargs), t)
+    fun: Callable, leaves: Sequence, tangents: Sequence, *, fallback: bool = False
+) -> tuple[Any, Any, list[str]]:
+    """Forward mode: ``(fun(*leaves), J @ tangents, ops_without_jvp)`` in one pass.
+
+    With ``fallback`` an operation without a JVP rule gets its tangent from
+    its VJP (and is named in the third result) instead of stopping forward mode.
+    """
+    previous = _FallbackJVPNode.used
+    _FallbackJVPNode.used = [] if fallback else None
+    try:
+        with trace_stack.new_trace() as t:
+            boxed = [
+                new_box(leaf, t, _FallbackJVPNode.new_root(g)) for leaf, g in zip(leaves, tangents)
+            ]
+            value, end_node = _end(fun(*boxed), t)
+        used = list(_FallbackJVPNode.used or [])
+    finally:
+        _FallbackJVPNode.used = previous
     if end_node is None:
-        return value, vspace(value).zeros()
-    return value, end_node.g
+        return value, vspace(value).zeros(), used
+    return value, end_node.g, sorted(set(used), key=used.index)

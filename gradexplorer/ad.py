@@ -2,15 +2,19 @@
 disconnected inputs (autograd backend). Lop/Rop live in ``products``, null
 gradients in ``nullgrad``.
 
-Functions are written with ``autograd.numpy``. Complex inputs follow
-autograd's convention: for a real-valued ``L(z)``, ``grad`` returns
-``dL/dRe z - i dL/dIm z``, the *conjugate* of what torch and TensorFlow return
-(``dL/dRe z + i dL/dIm z``); both are ``2 dL/dz`` or ``2 dL/dz*`` in Wirtinger
-terms. Use :func:`gradexplorer.real_jacobian` for the convention-free answer.
+Functions are written with ``autograd.numpy``. Arguments and outputs may be
+nested lists / tuples / dicts of arrays; gradients come back in the
+argument's own structure. Complex inputs follow autograd's convention: for a
+real-valued ``L(z)``, ``grad`` returns ``dL/dRe z - i dL/dIm z``, the
+*conjugate* of what torch and TensorFlow return (``dL/dRe z + i dL/dIm z``);
+both are ``2 dL/dz`` or ``2 dL/dz*`` in Wirtinger terms. Use
+:func:`gradexplorer.real_jacobian` for the convention-free answer.
 
 >>> import autograd.numpy as anp
 >>> grad(lambda z: anp.abs(z) ** 2)(1.0 + 2.0j)   # torch would give (2+4j)
 (2-4j)
+>>> grad(lambda p: anp.sum(p["w"] ** 2) + p["b"])({"w": anp.array([1.0, 2.0]), "b": 0.5})
+{'w': array([2., 4.]), 'b': 1.0}
 """
 
 from __future__ import annotations
@@ -23,21 +27,12 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as onp
 from autograd.extend import defjvp, defvjp, primitive
-from autograd.tracer import getval
 
-from ._args import (
-    as_differentiable,
-    bind_positional,
-    check_callable,
-    has_var_positional,
-    nonfinite_summary,
-    param_label,
-    parameter_names,
-    resolve_wrt,
-    side_of,
-)
-from ._trace import trace_vjp
+from ._args import Call, bind_call, check_callable, has_var_positional, parameter_names
+from ._args import nonfinite_summary as _nonfinite
+from ._trace import getval, trace_vjp
 from .errors import DisconnectedInputError, DisconnectedInputWarning, NonFiniteWarning
+from .tree import flatten, float_kind, leaf_of, unflatten
 
 __all__ = [
     "grad",
@@ -89,21 +84,20 @@ def _choice(value: str, choices: Sequence[str], what: str) -> None:
         raise ValueError(f"{what} must be one of {list(choices)}; got {value!r}.")
 
 
-def prepare_call(f: Callable, wrt: Any, args: tuple, kwargs: dict):
-    """Bind, select and validate: ``(args, kwargs, argnums, single)``."""
-    args, kwargs = bind_positional(f, args, kwargs)
-    argnums, single = resolve_wrt(f, wrt, len(args))
-    for i in argnums:
-        args[i] = as_differentiable(args[i], param_label(f, i))
-    return args, kwargs, argnums, single
+def prepare_call(f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:
+    """Bind, select and validate the differentiated arguments (strictly: every
+    leaf of a selected argument must be float or complex)."""
+    return bind_call(f, args, kwargs, wrt, constants_ok=False)
 
 
-def warn_nonfinite(y: Any, name: str = "y", what: str = "f's output") -> None:
-    if isinstance(y, (list, tuple)):
-        for k, yk in enumerate(y):
-            warn_nonfinite(yk, f"{name}{k}", what)
-        return
-    summary = nonfinite_summary(y, side_of(y, name))
+def warn_nonfinite(y: Any, what: str = "f's output") -> None:
+    """Warn, naming the entries, when an output holds NaN or Inf."""
+    leaves, tree = flatten(y)
+    specs = []
+    for leaf, path in zip(leaves, tree.paths()):
+        kind = float_kind(leaf)
+        specs.append(leaf_of(leaf, _out_name(path, tree.kind)) if kind in ("real", "complex") else None)
+    summary = _nonfinite([getval(v) for v in leaves], specs)
     if summary:
         warnings.warn(
             NonFiniteWarning(f"{what} has {summary}; derivatives there are meaningless."),
@@ -111,72 +105,96 @@ def warn_nonfinite(y: Any, name: str = "y", what: str = "f's output") -> None:
         )
 
 
+def _out_name(path, kind):
+    from ._args import output_name
+
+    return output_name(path, kind)
+
+
 def finish_disconnected(
-    f: Callable,
+    call: Call,
     grads: list,
     connected: Sequence[bool],
-    argnums: Sequence[int],
     disconnected_inputs: str,
     return_disconnected: str,
 ) -> list:
-    """Apply the disconnected-input policy to freshly computed gradients."""
-    out = list(grads)
-    for k, (ok, i) in enumerate(zip(connected, argnums)):
+    """Group per-leaf gradients into arguments and apply the disconnected policy.
+
+    An argument is disconnected when none of its leaves reaches the output.
+    """
+    per_arg = call.per_argument(grads)
+    flags = iter(connected)
+    out = []
+    for sel, g in zip(call.selected, per_arg):
+        ok = any(next(flags) for s in sel.specs if s is not None)
         if ok:
+            out.append(g)
             continue
-        name = param_label(f, i)
+        name = getattr(call.f, "__name__", "f")
         msg = (
-            f"the output of {getattr(f, '__name__', 'f')} does not depend on input "
-            f"{name!r} (argument {i}); its gradient is zero because it is disconnected. "
-            "Pass disconnected_inputs='ignore' if that is intended, or drop it from wrt."
+            f"the output of {name} does not depend on input {sel.name!r} (argument "
+            f"{sel.position}); its gradient is zero because it is disconnected. Pass "
+            "disconnected_inputs='ignore' if that is intended, or drop it from wrt."
         )
         if disconnected_inputs == "raise":
-            raise DisconnectedInputError(name, msg)
+            raise DisconnectedInputError(sel.name, msg)
         if disconnected_inputs == "warn":
             warnings.warn(DisconnectedInputWarning(msg), stacklevel=4)
         if return_disconnected == "none":
-            out[k] = None
+            g = None
         elif return_disconnected == "disconnected":
-            out[k] = DISCONNECTED
+            g = DISCONNECTED
+        out.append(g)
     return out
 
 
-def _outputs(y: Any) -> list:
-    return list(y) if isinstance(y, (list, tuple)) else [y]
-
-
 def _check_dy(y_value: Any, dy: Any) -> list:
-    """Validate the cotangent(s) against f's output(s); None means ones."""
-    ys = _outputs(y_value)
+    """Validate cotangent(s) against f's output structure; returns one array
+    (or None = ones) per output leaf."""
+    ys, tree = flatten(y_value)
     if dy is None:
         return [None] * len(ys)
-    dys = _outputs(dy) if isinstance(y_value, (list, tuple)) else [dy]
-    if len(dys) != len(ys):
+    dys, dtree = flatten(dy)
+    if dtree != tree and not (tree.is_leaf and dtree.is_leaf):
         raise ValueError(
-            f"dy must hold one array per output: f returned {len(ys)} outputs, "
-            f"dy has {len(dys)}. Pass a list of {len(ys)} arrays shaped like them."
+            f"dy must be shaped like f's output: f returned {tree.describe()} "
+            f"({len(ys)} array(s)), dy is {dtree.describe()} ({len(dys)} array(s)). Pass "
+            "one cotangent per output, in the same structure."
         )
     for k, (yk, dk) in enumerate(zip(ys, dys)):
-        if onp.shape(dk) != onp.shape(yk):
+        if onp.shape(dk) != onp.shape(getval(yk)):
+            where = "" if tree.is_leaf else f"[{k}]"
             raise ValueError(
-                f"dy{'' if len(ys) == 1 else f'[{k}]'} has shape {onp.shape(dk)}, but f's "
-                f"output{'' if len(ys) == 1 else f' {k}'} has shape {onp.shape(yk)}; pass "
-                "a cotangent shaped exactly like the output."
+                f"dy{where} has shape {onp.shape(dk)}, but f's output{where} has shape "
+                f"{onp.shape(getval(yk))}; pass a cotangent shaped exactly like the output."
             )
     return dys
 
 
 def _weighted_sum(y: Any, dys: list) -> Any:
     total = 0.0
-    for yk, dk in zip(_outputs(y), dys):
-        if onp.iscomplexobj(getval(yk)):
+    ys, _ = flatten(y)
+    for yk, dk in zip(ys, dys):
+        kind = float_kind(yk)
+        if kind == "complex":
             raise TypeError(
                 "value_and_grad needs real outputs; f returned a complex array. "
                 "Differentiate anp.real(y) or anp.abs(y), or use gx.real_jacobian(f) "
                 "for the full convention-free Jacobian."
             )
+        if kind != "real":
+            continue  # integer outputs (counts, indices) carry no derivative
         total = total + (anp.sum(yk) if dk is None else anp.sum(yk * dk))
     return total
+
+
+def _value_of(y: Any) -> Any:
+    leaves, tree = flatten(y)
+    return unflatten(tree, [getval(v) for v in leaves]) if not tree.is_leaf else getval(y)
+
+
+def _one_like(y: Any) -> Any:
+    return onp.ones((), onp.result_type(getval(y), onp.float16))[()]
 
 
 # ---------------------------------------------------------------- grad
@@ -195,10 +213,11 @@ def grad(
     ----------
     f : callable
         A function of numpy arrays (written with ``autograd.numpy``) that
-        returns a real scalar.
+        returns a real scalar. Arguments may be nested lists / tuples / dicts
+        of arrays.
     wrt : int, str or sequence of them
         The argument(s) to differentiate, by position or parameter name. One
-        selector gives one array, a sequence gives a tuple.
+        selector gives one gradient, a sequence gives a tuple.
     disconnected_inputs : {"warn", "raise", "ignore"}
         What to do when the output does not depend on a selected input.
     return_disconnected : {"zero", "none", "disconnected"}
@@ -208,7 +227,8 @@ def grad(
     Returns
     -------
     callable
-        ``grad_f(*args, **kwargs)`` with f's signature.
+        ``grad_f(*args, **kwargs)`` with f's signature; each gradient has the
+        structure of its argument.
 
     Examples
     --------
@@ -222,28 +242,33 @@ def grad(
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
-        args, kwargs, argnums, single = prepare_call(f, wrt, args, kwargs)
-        tr = trace_vjp(f, args, kwargs, argnums)
-        y = getval(tr.value)
-        if isinstance(y, (list, tuple)) or onp.ndim(y) != 0:
-            shape = f"a {type(y).__name__}" if isinstance(y, (list, tuple)) else onp.shape(y)
+        call = prepare_call(f, wrt, args, kwargs)
+        tr = trace_vjp(call, call.values)
+        y = _value_of(tr.value)
+        leaves, tree = flatten(y)
+        if not tree.is_leaf or onp.ndim(y) != 0:
+            shape = tree.describe() if not tree.is_leaf else onp.shape(y)
             raise TypeError(
                 f"grad needs a scalar output, but f returned {shape}. Use gx.jacobian(f) "
                 "for the full Jacobian, or gx.value_and_grad(f)(..., dy=w) for the "
                 "weighted sum of outputs (a vector-Jacobian product)."
             )
-        if onp.iscomplexobj(y):
+        kind = float_kind(y)
+        if kind == "complex":
             raise TypeError(
                 "grad needs a real output, but f returned a complex scalar. Use "
                 "gx.real_jacobian(f) for the derivatives of its real and imaginary "
                 "parts, or gx.jacobian(f, holomorphic=True) if f is holomorphic."
             )
+        if kind != "real":
+            raise TypeError(
+                f"grad needs a float output, but f returned {kind} ({y!r:.40}); integer "
+                "outputs have no derivative. Return a float."
+            )
         warn_nonfinite(y)
-        grads = tr.backward(onp.ones((), onp.asarray(y).dtype)[()])
-        grads = finish_disconnected(
-            f, grads, tr.connected, argnums, disconnected_inputs, return_disconnected
-        )
-        return grads[0] if single else tuple(grads)
+        grads = tr.backward(_one_like(y))
+        out = finish_disconnected(call, grads, tr.connected, disconnected_inputs, return_disconnected)
+        return call.finish(out)
 
     return grad_f
 
@@ -251,13 +276,14 @@ def grad(
 def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
     """Value of f and the gradients of its (weighted) summed outputs.
 
-    Non-scalar and list outputs are summed; ``dy=`` weights them instead, which
-    makes the gradients a vector-Jacobian product.
+    Non-scalar and structured outputs are summed; ``dy=`` weights them
+    instead (shaped like the output), which makes the gradients a
+    vector-Jacobian product.
 
     Parameters
     ----------
     f : callable
-        Returns a real scalar, array, or list/tuple of arrays.
+        Returns a real scalar, array, or a list / tuple / dict of them.
     wrt : int, str, sequence of them, or None
         Arguments to differentiate (None: every positional argument).
 
@@ -265,7 +291,7 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
     -------
     callable
         ``fn(*args, dy=None, **kwargs) -> (value, grads)``; ``grads`` is always
-        a tuple, one entry per selected argument.
+        a tuple, one entry per selected argument, each shaped like it.
 
     Examples
     --------
@@ -280,24 +306,21 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
 
     @functools.wraps(f)
     def value_and_grad_f(*args, dy=None, **kwargs):
-        args, kwargs, argnums, _ = prepare_call(f, wrt, args, kwargs)
+        call = prepare_call(f, wrt, args, kwargs)
         captured = {}
 
-        def scalarized(*a, **k):
-            y = f(*a, **k)
+        def scalarized(*leaves):
+            y = call(*leaves)
             captured["y"] = y
-            captured["dys"] = dys = _check_dy(
-                [getval(v) for v in _outputs(y)] if isinstance(y, (list, tuple)) else getval(y), dy
-            )
+            dys = _check_dy(_value_of(y), dy)
             return _weighted_sum(y, dys)
 
-        tr = trace_vjp(scalarized, args, kwargs, argnums)
-        y = captured["y"]
-        value = type(y)(getval(v) for v in y) if isinstance(y, (list, tuple)) else getval(y)
+        tr = trace_vjp(scalarized, call.values)
+        value = _value_of(captured["y"])
         warn_nonfinite(value)
-        grads = tr.backward(onp.ones((), onp.result_type(getval(tr.value)))[()])
-        grads = finish_disconnected(f, grads, tr.connected, argnums, "warn", "zero")
-        return value, tuple(grads)
+        grads = tr.backward(_one_like(tr.value))
+        out = finish_disconnected(call, grads, tr.connected, "warn", "zero")
+        return value, tuple(out)
 
     return value_and_grad_f
 
@@ -317,7 +340,9 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
 
     ``g(x1, ..., xN, dy1, ..., dyM)`` returns ``(dx1, ..., dxN)``, the
     cotangents of the inputs for output cotangents ``dy``. N is the number of
-    f's positional parameters, or ``n_inputs`` when f takes ``*args``.
+    f's positional parameters, or ``n_inputs`` when f takes ``*args``; M is
+    the length of f's output when it returns a list or tuple, else 1. Inputs
+    and cotangents may be nested structures.
 
     Examples
     --------
@@ -333,6 +358,11 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
                 "pass n_inputs=N."
             )
         n_inputs = len(parameter_names(f))
+    if n_inputs < 1:
+        raise TypeError(
+            "gradient_function needs f to take at least one input; f takes none. Pass "
+            "n_inputs=N if f takes *args."
+        )
 
     def g(*args):
         if len(args) <= n_inputs:
@@ -341,21 +371,25 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
                 f"output; got {len(args)} arguments in all."
             )
         xs, dys = list(args[:n_inputs]), list(args[n_inputs:])
-        argnums = tuple(range(n_inputs))
-        for i in argnums:
-            xs[i] = as_differentiable(xs[i], param_label(f, i))
+        call = prepare_call(f, tuple(range(n_inputs)), xs, {})
 
-        def scalarized(*a):
-            y = f(*a)
-            ys = _outputs(y)
-            if len(ys) != len(dys):
+        def scalarized(*leaves):
+            y = call(*leaves)
+            value = _value_of(y)
+            top, tree = flatten(value)
+            outs = list(value) if tree.kind in ("list", "tuple") else [value]
+            if len(outs) != len(dys):
                 raise TypeError(
-                    f"f returned {len(ys)} output(s) but g received {len(dys)} "
+                    f"f returned {len(outs)} output(s) but g received {len(dys)} "
                     "cotangent(s); pass exactly one dy per output."
                 )
-            return _weighted_sum(y, _check_dy([getval(v) for v in ys], dys))
+            dy = dys if tree.kind in ("list", "tuple") else dys[0]
+            if tree.kind in ("list", "tuple"):
+                dy = type(value)(dys) if tree.cls is None else tree.cls(*dys)
+            return _weighted_sum(y, _check_dy(value, dy))
 
-        tr = trace_vjp(scalarized, xs, {}, argnums)
-        return tuple(tr.backward(onp.ones((), onp.result_type(getval(tr.value)))[()]))
+        tr = trace_vjp(scalarized, call.values)
+        grads = tr.backward(_one_like(tr.value))
+        return tuple(call.per_argument(grads))
 
     return g

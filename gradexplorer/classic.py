@@ -13,9 +13,9 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as onp
 
-from ._args import as_differentiable, check_callable
+from ._args import check_callable, select_argument
 from .ad import grad
-from .check import as_rng
+from .problem import as_rng
 from .errors import GradientError
 from .fd import numeric_jacobian
 from .jacobians import real_jacobian
@@ -27,6 +27,12 @@ __all__ = [
     "numeric_grad",
     "abs_rel_err",
 ]
+
+def as_differentiable(x: Any, name: str) -> Any:
+    """x validated as a float or complex array (a clear TypeError otherwise)."""
+    select_argument(lambda v: v, x, 0, constants_ok=False, name=name)
+    return x
+
 
 _TYPE_EPS = {"float64": 1e-7, "float32": 3e-4, "float16": 1e-1}
 _TYPE_TOL = {"float64": 1e-4, "float32": 1e-2, "float16": 5e-2}

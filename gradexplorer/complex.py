@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as onp
 
-from ._args import param_label
 from .ad import prepare_call
 from .jacobians import real_jacobian
 
@@ -86,21 +85,28 @@ def complex_blocks(f: Callable, *args: Any, wrt: int | str = 0, **kwargs: Any) -
     >>> complex_blocks(anp.conj, anp.array([1.0 + 1.0j])).is_holomorphic()
     False
     """
-    args_l, kwargs, argnums, single = prepare_call(f, wrt, args, kwargs)
-    if not single:
+    call = prepare_call(f, wrt, args, kwargs)
+    if not call.single:
         raise ValueError("complex_blocks takes one input; pass a single int or name as wrt.")
-    i = argnums[0]
-    J = real_jacobian(f, i)(*args_l, **kwargs)
-    y = f(*args_l, **kwargs)
+    if len(call.specs) != 1 or not call.selected[0].tree.is_leaf:
+        raise ValueError(
+            "complex_blocks takes one array input; for a structured input use "
+            "gx.real_jacobian(f), whose columns stack the leaves."
+        )
+    sel = call.selected[0]
+    J = real_jacobian(f, sel.slot)(*args, **kwargs)
+    y = call(*call.values)
+    if isinstance(y, (list, tuple, dict)):
+        raise ValueError("complex_blocks takes a function returning one array; f returns several.")
     m = onp.size(y)
-    n = onp.size(args_l[i])
+    n = call.specs[0].size
     re_rows = J[:m]
     im_rows = J[m:] if onp.iscomplexobj(y) else onp.zeros_like(re_rows)
-    if onp.iscomplexobj(args_l[i]):
+    if call.specs[0].complex:
         blocks = re_rows[:, :n], re_rows[:, n:], im_rows[:, :n], im_rows[:, n:]
     else:
         blocks = re_rows, onp.zeros((m, n)), im_rows, onp.zeros((m, n))
-    return ComplexBlocks(*blocks, out_name="y", in_name=param_label(f, i))
+    return ComplexBlocks(*blocks, out_name="y", in_name=sel.name)
 
 
 def cauchy_riemann_residual(f: Callable, *args: Any, wrt: int | str = 0) -> onp.ndarray:

@@ -1,8 +1,10 @@
 """Dense derivative matrices: jacobian, real_jacobian, hessian, hvp.
 
-Math layout everywhere: ``jacobian`` is ``out.shape + in.shape``; the
-realified ``real_jacobian`` is 2-D with rows ``[Re y; Im y]`` and columns
-``[Re x; Im x]`` (a real side has no Im half).
+Math layout everywhere: ``jacobian`` is ``out.shape + in.shape`` (for nested
+inputs and outputs: the output's structure, each leaf holding the input's
+structure of blocks, as jax does); the realified ``real_jacobian`` is 2-D
+with rows ``[Re y; Im y]`` and columns ``[Re x; Im x]`` (a real side has no
+Im half), leaves stacked in order.
 """
 
 from __future__ import annotations
@@ -14,84 +16,71 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as onp
 
-from ._args import (
-    Side,
-    check_callable,
-    check_jacobian_size,
-    from_real_vector,
-    param_label,
-    realify_output,
-    side_of,
-    to_real_vector,
-)
-from ._trace import trace_jvp, trace_vjp
+from ._args import Call, OutputLayout, check_callable, check_jacobian_size, output_layout
+from ._trace import getval, trace_jvp, trace_vjp
 from .ad import grad, prepare_call, warn_nonfinite
+from .tree import unflatten
 
-__all__ = ["jacobian", "real_jacobian", "hessian", "hvp", "dense_real_jacobians"]
+__all__ = ["jacobian", "real_jacobian", "hessian", "hvp", "dense_jacobian", "realified"]
 
 _MODES = ("auto", "rev", "fwd")
 
 
-def dense_real_jacobians(
-    f: Callable, args: Sequence, kwargs: dict, argnums: Sequence[int], mode: str = "auto"
-) -> tuple[Any, list[onp.ndarray]]:
-    """2-D Jacobians ``(m, n_i)`` of a real function for each selected argument.
+def dense_jacobian(
+    F: Callable, vs: Sequence, mode: str = "auto"
+) -> tuple[onp.ndarray, list[onp.ndarray]]:
+    """2-D Jacobians ``(m, size_k)`` of a function of real vectors returning one
+    real vector, one per argument ``vs[k]``.
 
     Reverse mode traces once and runs one backward pass per output element;
     forward mode runs one pass per input element. ``auto`` picks the cheaper
     and falls back to reverse mode when an operation has no forward rule.
     Returns ``(value, [J_0, J_1, ...])``.
     """
-    args = list(args)
-    y = f(*args, **kwargs)
-    if isinstance(y, (list, tuple)):
-        raise TypeError(
-            f"this operator needs f to return one array; it returned a {type(y).__name__}. "
-            "Stack the outputs (anp.concatenate) or differentiate each one."
-        )
-    y_arr = onp.asarray(y)
-    m = y_arr.size
-    sizes = [onp.size(args[i]) for i in argnums]
-    dtype = onp.result_type(y_arr, *[args[i] for i in argnums], onp.float16)
-    for n in sizes:
-        check_jacobian_size(m, n, dtype.itemsize)
+    vs = list(vs)
+    y = onp.asarray(getval(F(*vs)))
+    m = y.size
+    sizes = [onp.size(v) for v in vs]
+    dtype = onp.result_type(y, *vs, onp.float16)
+    check_jacobian_size(m, sum(sizes), dtype.itemsize)
     use_fwd = mode == "fwd" or (mode == "auto" and sum(sizes) < m)
     if use_fwd:
         try:
-            return y, _forward(f, args, kwargs, argnums, sizes, m, dtype)
+            return y, _forward(F, vs, sizes, m, dtype)
         except NotImplementedError as exc:
             if mode == "fwd":
                 raise NotImplementedError(
                     f"forward mode needs a JVP rule for every operation: {exc}. "
                     "Use mode='rev', or mode='auto', which falls back to reverse mode."
                 ) from exc
-    return y, _reverse(f, args, kwargs, argnums, sizes, y_arr, dtype)
+    return y, _reverse(F, vs, sizes, y, dtype)
 
 
-def _reverse(f, args, kwargs, argnums, sizes, y_arr, dtype):
-    tr = trace_vjp(f, args, kwargs, argnums)
-    m = y_arr.size
+def _reverse(F, vs, sizes, y, dtype):
+    tr = trace_vjp(F, vs)
+    m = y.size
     jacs = [onp.zeros((m, n), dtype) for n in sizes]
-    basis = onp.zeros(m, y_arr.dtype)
+    basis = onp.zeros(m, y.dtype)
     for row in range(m):
         basis[row] = 1
-        g = basis.reshape(y_arr.shape) if y_arr.ndim else basis[0]
+        g = basis.reshape(y.shape) if y.ndim else basis[0]
         for J, gx in zip(jacs, tr.backward(g)):
             J[row] = onp.ravel(gx)
         basis[row] = 0
     return jacs
 
 
-def _forward(f, args, kwargs, argnums, sizes, m, dtype):
+def _forward(F, vs, sizes, m, dtype):
     jacs = []
-    for i, n in zip(argnums, sizes):
-        x = onp.asarray(args[i])
+    zeros = [onp.zeros_like(v) for v in vs]
+    for k, (v, n) in enumerate(zip(vs, sizes)):
         J = onp.zeros((m, n), dtype)
-        basis = onp.zeros(n, x.dtype)
+        basis = onp.zeros(n, onp.asarray(v).dtype)
         for col in range(n):
             basis[col] = 1
-            tangent = basis.reshape(x.shape) if x.ndim else basis[0]
-            _, jv = trace_jvp(f, args, kwargs, (i,), (tangent,))
+            tangents = list(zeros)
+            tangents[k] = basis.reshape(onp.shape(v)) if onp.ndim(v) else basis[0]
+            _, jv, _ = trace_jvp(F, vs, tangents)
             J[:, col] = onp.ravel(jv)
             basis[col] = 0
         jacs.append(J)
@@ -103,17 +92,43 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {list(_MODES)}; got {mode!r}.")
 
 
-def _realified(f: Callable, args: list, kwargs: dict, argnums, sides: list[Side]):
-    """A real function of real vectors equivalent to f (for the selected args)."""
+def realified(call: Call, layout: OutputLayout) -> tuple[Callable, list]:
+    """f as a function of one real vector per leaf, returning one real vector."""
+    specs = call.specs
 
-    def g(*vs):
-        a = list(args)
-        for i, v, s in zip(argnums, vs, sides):
-            a[i] = from_real_vector(v, s, np=anp)
-        return realify_output(f(*a, **kwargs), np=anp)
+    def F(*vs):
+        leaves = [s.from_real(v, np=anp) for s, v in zip(specs, vs)]
+        return layout.realify(call(*leaves), np=anp)
 
-    vecs = [to_real_vector(args[i]) for i in argnums]
-    return g, vecs
+    return F, [s.to_real(v) for s, v in zip(specs, call.values)]
+
+
+def _blocks_by_argument(call: Call, mats: list) -> list[list]:
+    """Group per-leaf matrices into one list per selected argument."""
+    it = iter(mats)
+    return [[next(it) for s in sel.specs if s is not None] for sel in call.selected]
+
+
+def _structure(call: Call, layout: OutputLayout, blocks: list, make) -> list:
+    """Per selected argument: the output's structure, each output leaf holding
+    the argument's structure of ``make(out_spec, in_spec, rows_of_block)``."""
+    out = []
+    row_starts = onp.cumsum([0] + [s.real_size for s in layout.leaves])
+    for sel, mats in zip(call.selected, _blocks_by_argument(call, blocks)):
+        in_specs = [s for s in sel.specs if s is not None]
+        per_output = []
+        k_out = 0
+        for ospec in layout.specs:
+            if ospec is None:
+                per_output.append(None)
+                continue
+            r0, r1 = row_starts[k_out], row_starts[k_out + 1]
+            k_out += 1
+            inner = iter([make(ospec, ispec, J[r0:r1]) for ispec, J in zip(in_specs, mats)])
+            leaves = [next(inner) if s is not None else None for s in sel.specs]
+            per_output.append(unflatten(sel.tree, leaves))
+        out.append(unflatten(layout.tree, per_output))
+    return out
 
 
 def jacobian(
@@ -124,9 +139,11 @@ def jacobian(
     Parameters
     ----------
     f : callable
-        Returns one array.
+        Returns an array, or a list / tuple / dict of arrays.
     wrt : int, str or sequence of them
         Argument(s) to differentiate; a sequence gives a tuple of Jacobians.
+        A nested argument gives its own structure of blocks; a structured
+        output gives its structure, each leaf holding the blocks (jax's layout).
     mode : {"auto", "rev", "fwd"}
         Reverse mode costs one backward pass per output element, forward mode
         one forward pass per input element. ``auto`` picks forward mode when
@@ -149,53 +166,52 @@ def jacobian(
            [1., 0.]])
     >>> jacobian(lambda z: z**2, holomorphic=True)(anp.array([1j]))
     array([[0.+2.j]])
+    >>> J = jacobian(lambda p: (p[0] * p[1], p[0]))([anp.ones(2), 3.0])
+    >>> J[0][1], J[1][0]
+    (array([1., 1.]), array([[1., 0.],
+           [0., 1.]]))
     """
     check_callable(f)
     _check_mode(mode)
 
     @functools.wraps(f)
     def jac_f(*args, **kwargs):
-        args, kwargs, argnums, single = prepare_call(f, wrt, args, kwargs)
-        y0 = f(*args, **kwargs)
+        call = prepare_call(f, wrt, args, kwargs)
+        y0 = call(*call.values)
         warn_nonfinite(y0)
-        complex_sides = onp.iscomplexobj(y0) or any(onp.iscomplexobj(args[i]) for i in argnums)
-        if complex_sides:
-            if not holomorphic:
-                raise TypeError(
-                    "jacobian of a function with complex inputs or outputs needs "
-                    "holomorphic=True (then it returns dy/dz). For any complex function, "
-                    "holomorphic or not, use gx.real_jacobian(f), which gives the real "
-                    "Jacobian of its real and imaginary parts."
-                )
-            jacs = _holomorphic(f, args, kwargs, argnums, onp.shape(y0), mode)
-        else:
-            _, mats = dense_real_jacobians(f, args, kwargs, argnums, mode)
-            jacs = [J.reshape(onp.shape(y0) + onp.shape(args[i])) for J, i in zip(mats, argnums)]
-        return jacs[0] if single else tuple(jacs)
+        layout = output_layout(y0)
+        any_complex = any(s.complex for s in layout.leaves + call.specs)
+        if any_complex and not holomorphic:
+            raise TypeError(
+                "jacobian of a function with complex inputs or outputs needs "
+                "holomorphic=True (then it returns dy/dz). For any complex function, "
+                "holomorphic or not, use gx.real_jacobian(f), which gives the real "
+                "Jacobian of its real and imaginary parts."
+            )
+        F, vs = realified(call, layout)
+        _, mats = dense_jacobian(F, vs, mode)
+
+        def block(ospec, ispec, J):
+            if not (ospec.complex or ispec.complex):
+                return J.reshape(ospec.shape + ispec.shape)
+            d_re_x = J[:, : ispec.size]  # derivative along the real axis of the input
+            n = ospec.size
+            dz = d_re_x[:n] + (1j * d_re_x[n:] if ospec.complex else 0)
+            return dz.reshape(ospec.shape + ispec.shape)
+
+        return call.finish(_structure(call, layout, mats, block))
 
     return jac_f
-
-
-def _holomorphic(f, args, kwargs, argnums, out_shape, mode):
-    sides = [side_of(args[i], param_label(f, i)) for i in argnums]
-    g, vecs = _realified(f, args, kwargs, argnums, sides)
-    y = onp.asarray(f(*args, **kwargs))
-    m = y.size
-    _, mats = dense_real_jacobians(g, vecs, {}, tuple(range(len(vecs))), mode)
-    out = []
-    for J, s in zip(mats, sides):
-        d_re_x = J[:, : s.size]  # derivative along the real axis of each input
-        dz = d_re_x[:m] + (1j * d_re_x[m:] if onp.iscomplexobj(y) else 0)
-        out.append(dz.reshape(out_shape + s.shape))
-    return out
 
 
 def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
     """The 2-D real Jacobian of the realified map, for any mix of real and complex sides.
 
     Rows are ``[Re y.ravel(); Im y.ravel()]``, columns ``[Re x.ravel(); Im x.ravel()]``;
-    a real side has no Im half. Works where ``autograd.jacobian`` crashes
-    (complex outputs) and does not depend on any complex-gradient convention.
+    a real side has no Im half; the leaves of nested outputs (rows) and of a
+    nested argument (columns) are stacked in order. Works where
+    ``autograd.jacobian`` crashes (complex outputs) and does not depend on any
+    complex-gradient convention.
 
     Examples
     --------
@@ -209,12 +225,16 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
 
     @functools.wraps(f)
     def real_jac_f(*args, **kwargs):
-        args, kwargs, argnums, single = prepare_call(f, wrt, args, kwargs)
-        sides = [side_of(args[i], param_label(f, i)) for i in argnums]
-        g, vecs = _realified(f, args, kwargs, argnums, sides)
-        y, mats = dense_real_jacobians(g, vecs, {}, tuple(range(len(vecs))), mode)
-        warn_nonfinite(y)
-        return mats[0] if single else tuple(mats)
+        call = prepare_call(f, wrt, args, kwargs)
+        y0 = call(*call.values)
+        layout = output_layout(y0)
+        F, vs = realified(call, layout)
+        y, mats = dense_jacobian(F, vs, mode)
+        warn_nonfinite(y0)
+        per_arg = [
+            onp.hstack(ms) if len(ms) > 1 else ms[0] for ms in _blocks_by_argument(call, mats)
+        ]
+        return call.finish(per_arg)
 
     return real_jac_f
 
@@ -222,7 +242,8 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
 def hessian(f: Callable, wrt: Any = 0) -> Callable:
     """Hessian of a real scalar function, shaped ``in.shape + in.shape``.
 
-    A sequence ``wrt`` gives the tuple of diagonal blocks ``d²f/dx_i²``.
+    A sequence ``wrt`` gives the tuple of diagonal blocks ``d²f/dx_i²``; a
+    nested argument gives its structure of its structure of blocks.
 
     >>> import autograd.numpy as anp
     >>> hessian(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]))
@@ -233,19 +254,20 @@ def hessian(f: Callable, wrt: Any = 0) -> Callable:
 
     @functools.wraps(f)
     def hess_f(*args, **kwargs):
-        args, kwargs, argnums, single = prepare_call(f, wrt, args, kwargs)
+        call = prepare_call(f, wrt, args, kwargs)
         out = []
-        for i in argnums:
-            g = grad(f, i, disconnected_inputs="ignore")
-            H = jacobian(g, i, mode="rev")(*args, **kwargs)
-            out.append(onp.asarray(H))
-        return out[0] if single else tuple(out)
+        for sel in call.selected:
+            g = grad(f, sel.slot, disconnected_inputs="ignore")
+            out.append(jacobian(g, sel.slot, mode="rev")(*args, **kwargs))
+        return call.finish(out)
 
     return hess_f
 
 
 def hvp(f: Callable, wrt: int | str = 0) -> Callable:
     """Hessian-vector product ``fn(*args, v) -> H v`` without forming H.
+
+    ``v`` has the structure of the differentiated argument.
 
     >>> import autograd.numpy as anp
     >>> hvp(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]), anp.array([1.0, 1.0]))
@@ -257,18 +279,29 @@ def hvp(f: Callable, wrt: int | str = 0) -> Callable:
         if not args:
             raise TypeError("hvp's function takes f's arguments followed by the vector v.")
         *fargs, v = args
-        fargs, kwargs, argnums, single = prepare_call(f, wrt, tuple(fargs), kwargs)
-        if not single:
+        call = prepare_call(f, wrt, tuple(fargs), kwargs)
+        if not call.single:
             raise ValueError("hvp differentiates one argument; pass a single int or name.")
-        i = argnums[0]
-        if onp.shape(v) != onp.shape(fargs[i]):
+        sel = call.selected[0]
+        vcall = prepare_call(lambda v: v, 0, (v,), {})
+        if vcall.selected[0].tree != sel.tree or [s.shape for s in vcall.specs] != [
+            s.shape for s in call.specs
+        ]:
             raise ValueError(
-                f"v has shape {onp.shape(v)} but the input has shape {onp.shape(fargs[i])}; "
-                "pass a vector shaped like the input."
+                f"v must be shaped like the input {sel.name}: it has shapes "
+                f"{[s.shape for s in vcall.specs]} ({vcall.selected[0].tree.describe()}), the "
+                f"input {[s.shape for s in call.specs]} ({sel.tree.describe()}). Pass a "
+                "vector shaped like the input."
             )
-        g = grad(f, i, disconnected_inputs="ignore")
-        return grad(lambda *a, **k: anp.sum(g(*a, **k) * v), i, disconnected_inputs="ignore")(
-            *fargs, **kwargs
-        )
+        vleaves = vcall.values
+        g = grad(f, sel.slot, disconnected_inputs="ignore")
+
+        def gv(*a, **k):
+            from .tree import flatten
+
+            gl, _ = flatten(g(*a, **k))
+            return sum(anp.sum(gi * vi) for gi, vi in zip(gl, vleaves))
+
+        return grad(gv, sel.slot, disconnected_inputs="ignore")(*fargs, **kwargs)
 
     return hvp_f

@@ -1,199 +1,194 @@
-"""Finite-difference schemes and their error estimates.
+"""Finite-difference stencils: where f is sampled and how the samples combine.
 
-Every method evaluates f at offsets ``x + c·h·d`` and combines the values
-linearly; a second, lower-order combination of the same values estimates the
-truncation error, and the weights bound the round-off error. Richardson
-directions whose differences do not shrink like h² are redone with smaller
-steps until two estimates agree.
+A scheme samples f at ``x + c·h·d`` for its offsets ``c`` and forms, from
+those samples, an estimate of the directional derivative, an independent
+second estimate (for the truncation error) and, for Richardson, a test that
+the samples follow the smooth-function model at all.
+
+The default, ``richardson``, uses two step families with a non-dyadic ratio:
+``R_A`` extrapolates central differences at h and h/2, ``R_B`` at r·h and
+r·h/2 (r = 0.6). Where f is smooth both have error O(h⁴) with a known ratio,
+so their difference measures the truncation error of ``R_B``; where the
+stencil straddles a kink or a jump, or the steps alias an oscillation, the
+families disagree and the leading differences stop scaling like h², which
+the scheme reports as *inconsistent* instead of trusting the numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as onp
 
-__all__ = ["SCHEMES", "directional_derivatives", "eps_of"]
+__all__ = ["Scheme", "SCHEMES", "RATIO", "combine"]
 
-
-# Rounding in f itself is rarely a single ulp: allow several.
-_ROUNDOFF_ULPS = 16.0
-
-
-# Two estimates agree when they differ by less than this many times their errors.
-FD_AGREEMENT = 4.0
+#: Second step family, as a fraction of the first (non-dyadic against 1/2).
+RATIO = 0.6
+#: Standard deviations of noise allowed in an estimate.
+NOISE_SIGMAS = 3.0
+#: Standard deviations of noise a consistency test tolerates (a clear signal only).
+CONSISTENCY_SIGMAS = 5.0
+#: Tolerated relative departure of the h² scaling before a stencil is distrusted.
+MODEL_SLACK = 0.25
 
 
 @dataclass(frozen=True)
-class _Scheme:
-    offsets: tuple  # multiples of h at which f is evaluated (0 is the base point)
-    weights: tuple  # estimate = Σ w·f(x + c h d) / h
-    weights_low: tuple  # a lower-order estimate from the same values
-    trunc_factor: float  # truncation error ≈ factor · |estimate - low|
+class Scheme:
+    """Offsets (multiples of h) and sample weights (each divided by h).
+
+    ``estimate``/``alternative`` are weight vectors over the offsets;
+    ``trunc_factor`` scales ``|estimate - alternative|`` into the truncation
+    error of ``estimate``. Richardson adds the two leading differences
+    ``lead_a``/``lead_b`` whose ratio must be ``RATIO²``.
+    """
+
+    offsets: tuple
+    estimate: tuple
+    alternative: tuple
+    trunc_factor: float
+    lead_a: tuple | None = None
+    lead_b: tuple | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets)
 
 
-def _richardson() -> _Scheme:
-    D1 = onp.array([0.5, -0.5, 0, 0, 0, 0])
-    D2 = onp.array([0, 0, 1.0, -1.0, 0, 0])
-    D4 = onp.array([0, 0, 0, 0, 2.0, -2.0])
-    R2 = (64 * D4 - 20 * D2 + D1) / 45  # two Richardson levels: error O(h^6)
-    R1 = (4 * D4 - D2) / 3  # one level: error O(h^4)
-    return _Scheme((1, -1, 0.5, -0.5, 0.25, -0.25), tuple(R2), tuple(R1), 1.0)
+def _central(s: float, n: int, pos: int) -> onp.ndarray:
+    """Weights of (f(x+s h) - f(x-s h)) / (2 s h) on offsets positions pos, pos+1."""
+    w = onp.zeros(n)
+    w[pos], w[pos + 1] = 0.5 / s, -0.5 / s
+    return w
+
+
+def _richardson() -> Scheme:
+    r = RATIO
+    offsets = (1.0, -1.0, 0.5, -0.5, r, -r, r / 2, -r / 2)
+    n = len(offsets)
+    D1, D2 = _central(1.0, n, 0), _central(0.5, n, 2)
+    D3, D4 = _central(r, n, 4), _central(r / 2, n, 6)
+    RA = (4 * D2 - D1) / 3
+    RB = (4 * D4 - D3) / 3
+    # T_B = (R_A - R_B) r⁴ / (1 - r⁴) when the h⁴ term dominates; doubled for safety
+    factor = 2 * r**4 / (1 - r**4)
+    return Scheme(offsets, tuple(RB), tuple(RA), factor, tuple(D1 - D2), tuple(D3 - D4))
 
 
 SCHEMES = {
-    "forward": _Scheme((0, 1, 2), (-1.0, 1.0, 0.0), (-0.5, 0.0, 0.5), 1.0),
-    "backward": _Scheme((0, -1, -2), (1.0, -1.0, 0.0), (0.5, 0.0, -0.5), 1.0),
-    "central": _Scheme((1, -1, 2, -2), (0.5, -0.5, 0, 0), (0, 0, 0.25, -0.25), 1 / 3),
     "richardson": _richardson(),
+    "central": Scheme(
+        (1.0, -1.0, 2.0, -2.0), (0.5, -0.5, 0.0, 0.0), (0.0, 0.0, 0.25, -0.25), 1 / 3
+    ),
+    "forward": Scheme((1.0, 2.0), (1.0, 0.0), (0.0, 0.5), 1.0),
+    "backward": Scheme((-1.0, -2.0), (-1.0, 0.0), (0.0, -0.5), 1.0),
 }
 
 
-def eps_of(dtype: Any) -> float:
-    return float(onp.finfo(onp.dtype(dtype)).eps)
+@dataclass
+class Combined:
+    """One level of estimates for k directions and m outputs."""
+
+    est: onp.ndarray  # (k, m)
+    trunc: onp.ndarray  # (k, m) truncation error
+    noise: onp.ndarray  # (k, m) noise error (NOISE_SIGMAS standard deviations)
+    consistent: onp.ndarray  # (k, m) the samples follow the smooth model
+    finite: onp.ndarray  # (k, m) every sample finite
+
+    @property
+    def err(self) -> onp.ndarray:
+        return self.trunc + self.noise
 
 
-def directional_derivatives(
-    evaluate: Callable,
-    x0: onp.ndarray,
-    directions: Callable[[int], onp.ndarray] | None,
-    k: int,
-    steps: onp.ndarray,
-    method: str,
-    y0: onp.ndarray,
-    out_dtype: Any,
-    chunk: int | None = None,
-    retries: int = 6,
-) -> tuple[onp.ndarray, onp.ndarray, int]:
-    """Estimate ``J @ d_i`` for k directions with a method's scheme.
+def _differences(scheme: Scheme, F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray):
+    """Difference quotients of the samples, each formed by one subtraction of
+    nearby values (exact) before any weighting, so that combining them adds
+    only a few ulps of the quotients themselves."""
+    off = onp.array(scheme.offsets)
+    hk = h[:, None]
+    if off.size >= 4 and off[1] == -off[0]:  # central pairs (x + s h, x - s h)
+        return [(F[:, 2 * q] - F[:, 2 * q + 1]) / (2 * off[2 * q] * hk) for q in range(off.size // 2)]
+    return [(F[:, q] - y0[None, :]) / (off[q] * hk) for q in range(off.size)]
 
-    ``directions(i)`` gives direction i (length N), or None for the unit
-    vectors e_0..e_{k-1} (Jacobian columns); ``steps[i]`` is its step.
-    Returns ``(estimates (k, m), errors (k, m), nfev)``.
 
-    With Richardson, a direction whose differences do not shrink like h² (the
-    step is too large for how fast f varies) gets a pessimistic error and is
-    redone with 16x smaller steps until two successive estimates agree within
-    their errors (at most ``retries`` times).
+def combine(
+    scheme: Scheme, F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray, sigma: onp.ndarray
+) -> Combined:
+    """Estimates from samples ``F`` (k, n_offsets, m) at steps ``h`` (k,).
+
+    ``sigma`` (m,) is f's measured noise level per output; ``y0`` (f at the
+    point) is a sample of the one-sided schemes.
     """
-    scheme = SCHEMES[method]
-    offsets = onp.array(scheme.offsets, dtype=float)
-    live = offsets != 0
-    w, wl = onp.array(scheme.weights), onp.array(scheme.weights_low)
-    m = y0.size
-    est = onp.empty((k, m))
-    err = onp.empty((k, m))
-    eps = max(eps_of(out_dtype), eps_of(x0.dtype))
-    tiny = float(onp.finfo(onp.result_type(out_dtype, onp.float16)).smallest_subnormal)
-    chunk = chunk or max(1, int(2**25 // max(1, x0.size * live.sum() * 8)))
-    nfev = 0
-    off_model = onp.zeros((k, m), bool)
-    for start in range(0, k, chunk):
-        idx = range(start, min(k, start + chunk))
-        cs = offsets[live]
-        if directions is None:
-            pts = onp.repeat(x0[None], len(idx) * cs.size, axis=0)
-            cols = onp.repeat(onp.arange(start, start + len(idx)), cs.size)
-            pts[onp.arange(len(pts)), cols] += (onp.tile(cs, len(idx)) * steps[cols]).astype(
-                x0.dtype
-            )
-        else:
-            pts = onp.asarray(
-                [x0 + c * steps[i] * directions(i) for i in idx for c in cs], dtype=x0.dtype
-            )
-        vals = onp.asarray(evaluate(pts), dtype=float)
-        nfev += len(pts)
-        vals = vals.reshape(len(idx), int(live.sum()), m)
-        full = onp.empty((len(idx), offsets.size, m))
-        full[:, live] = vals
-        full[:, ~live] = y0
-        h = steps[list(idx)][:, None]
-        e = onp.einsum("l,klm->km", w, full) / h
-        low = onp.einsum("l,klm->km", wl, full) / h
-        trunc = scheme.trunc_factor * onp.abs(e - low)
-        # |f| + the smallest step f can take: underflowing outputs are not exact zeros
-        magnitude = onp.abs(full) + tiny / eps
-        roundoff = _ROUNDOFF_ULPS * eps * onp.einsum("l,klm->km", onp.abs(w), magnitude) / h
-        if method == "richardson":
-            penalty = _non_asymptotic_penalty(full, h, roundoff)
-            trunc = onp.maximum(trunc, penalty)
-            off_model[start : start + len(idx)] = penalty > 0
-        est[start : start + len(idx)] = e
-        err[start : start + len(idx)] = trunc + roundoff
-    bad = ~onp.isfinite(est)
-    err[bad] = onp.inf
-    suspect = onp.any(off_model, axis=1)
-    if method == "richardson" and retries > 0 and suspect.any():  # noqa: SIM102
-        nfev += _refine(
-            evaluate,
-            x0,
-            directions,
-            steps,
-            y0,
-            out_dtype,
-            est,
-            err,
-            retries,
-            onp.flatnonzero(suspect & onp.all(onp.isfinite(est), axis=1)),
-        )
-    if retries < 0:  # internal: also report which directions were off the h² model
-        return est, err, nfev, off_model
-    return est, err, nfev
+    w = onp.array(scheme.estimate)
+    wa = onp.array(scheme.alternative)
+    hk = h[:, None]
+    one_sided = len(scheme.offsets) == 2
+    with onp.errstate(all="ignore"):
+        D = _differences(scheme, F, y0, h)
+        if scheme.lead_a is not None:  # richardson: D(h), D(h/2), D(rh), D(rh/2)
+            est = (4 * D[3] - D[2]) / 3
+            alt = (4 * D[1] - D[0]) / 3
+        elif not one_sided:  # central: D(h), D(2h)
+            est, alt = D[0], D[1]
+        else:  # forward / backward: slopes over h and 2h
+            est, alt = D[0], D[1]
+        trunc = scheme.trunc_factor * onp.abs(est - alt)
+        norm = float(onp.sqrt(w @ w + (w.sum() ** 2 if one_sided else 0.0)))
+        # f's noise through the weights, plus a few ulps of forming the estimate itself
+        arithmetic = 8 * onp.finfo(float).eps * onp.max(onp.abs(onp.array(D)), axis=0)
+        noise = NOISE_SIGMAS * sigma[None, :] * norm / hk + arithmetic
+        finite = onp.all(onp.isfinite(F), axis=1) & onp.isfinite(est)
+        consistent = finite.copy()
+        if scheme.lead_a is not None:
+            da, db = D[0] - D[1], D[2] - D[3]
+            la, lb = onp.array(scheme.lead_a), onp.array(scheme.lead_b)
+            target = RATIO**2 * da
+            lead_noise = CONSISTENCY_SIGMAS * sigma[None, :] * float(
+                onp.sqrt(((lb - RATIO**2 * la) ** 2).sum())
+            ) / hk + 2 * arithmetic
+            # the leading differences must scale like h² wherever they stand above noise
+            consistent &= onp.abs(db - target) <= MODEL_SLACK * onp.abs(target) + lead_noise
+            # and the two families must agree once the h⁴ term is accounted for
+            pair_noise = CONSISTENCY_SIGMAS * sigma[None, :] * float(
+                onp.sqrt(((w - wa) ** 2).sum())
+            ) / hk + 2 * arithmetic
+            gap = onp.abs(est - alt)
+            consistent &= gap <= onp.abs(da) + pair_noise
+            trunc = onp.where(consistent, trunc, gap + onp.abs(da))
+    trunc = onp.where(finite, trunc, onp.inf)
+    return Combined(est, trunc, onp.where(finite, noise, onp.inf), consistent, finite)
 
 
-def _non_asymptotic_penalty(full, h, roundoff):
-    """Where D(h)-D(h/2) is not about 4x D(h/2)-D(h/4), the h² model fails:
-    return the spread of the three differences as the error instead of 0."""
-    D1 = (full[:, 0] - full[:, 1]) / (2 * h)
-    D2 = (full[:, 2] - full[:, 3]) / h
-    D4 = 2 * (full[:, 4] - full[:, 5]) / h
-    d1, d2 = D1 - D2, D2 - D4
-    # only where the differences stand clearly above round-off noise can the h² model be judged
-    off_model = (onp.abs(d1 - 4 * d2) > 0.25 * onp.abs(d1) + 8 * roundoff) & (
-        onp.abs(d1) > 64 * roundoff
-    )
-    return onp.where(off_model, onp.abs(d1) + onp.abs(d2), 0.0)
+def _residual_projector(offsets) -> onp.ndarray:
+    """The projector onto what a degree-6 polynomial through the samples (and
+    f(x) at offset 0) cannot explain: for a smooth f only f's noise is left."""
+    t = onp.concatenate([[0.0], onp.asarray(offsets, dtype=float)])
+    V = onp.vander(t, 7, increasing=True)
+    Q, _ = onp.linalg.qr(V)
+    return onp.eye(t.size) - Q @ Q.T
 
 
-def _refine(evaluate, x0, directions, steps, y0, out_dtype, est, err, retries, suspect) -> int:
-    """Shrink the step for suspect directions until successive estimates agree.
+_PROJECTOR = _residual_projector(SCHEMES["richardson"].offsets)
 
-    An estimate whose claimed error did not cover the change to the next,
-    smaller step was unreliable: the newer one replaces it, and the change
-    itself becomes part of the error until two steps agree. Entries that never
-    settle get an infinite error: finite differences cannot resolve them (f is
-    too ill-conditioned or oscillates too fast at this point).
+
+def stencil_residual(F: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
+    """f's noise as the Richardson stencil itself sees it, per direction and output.
+
+    Rounding errors can be correlated over short distances (a sawtooth in x),
+    so closely spaced probes can underestimate what samples a step apart see.
+    The residual of a degree-6 fit through the 9 stencil values (2 degrees of
+    freedom) estimates the noise standard deviation; NaN where the output
+    does not move along the direction at all (no noise to see).
     """
-    nfev = 0
-    pending = onp.ones((suspect.size, est.shape[1]), bool)
-    h = steps.astype(float).copy()
-    for _ in range(retries):
-        if suspect.size == 0:
-            break
-        h[suspect] /= 16
-        if directions is None:
-            dirs = lambda t, s=suspect: onp.eye(1, x0.size, s[t], dtype=x0.dtype)[0]  # noqa: E731
-        else:
-            dirs = lambda t, s=suspect: directions(s[t])  # noqa: E731
-        e2, r2, n, off_model = directional_derivatives(
-            evaluate, x0, dirs, suspect.size, h[suspect], "richardson", y0, out_dtype, retries=-1
-        )
-        nfev += n
-        old_e, old_r = est[suspect], err[suspect]
-        gap = onp.abs(e2 - old_e)
-        agree = gap <= FD_AGREEMENT * (r2 + old_r)
-        take_new = ~agree | (r2 < old_r)
-        est[suspect] = onp.where(take_new, e2, old_e)
-        # the kept estimate is no surer than its distance to the other one
-        err[suspect] = onp.where(
-            agree, onp.maximum(onp.minimum(r2, old_r), gap), onp.maximum(r2, gap)
-        )
-        # settled: consistent with the previous step and itself on the h² model
-        settled = agree & ~off_model
-        keep = ~onp.all(settled, axis=1)
-        suspect, pending = suspect[keep], settled[keep]
-    if suspect.size:
-        err[suspect] = onp.where(pending, err[suspect], onp.inf)
-    return nfev
+    with onp.errstate(all="ignore"):
+        G = onp.concatenate([onp.zeros_like(F[:, :1]), F - y0[None, None, :]], axis=1)
+        R = onp.einsum("ab,kbm->kam", _PROJECTOR, G)
+        s = onp.sqrt(onp.sum(R * R, axis=1) / 2)
+    return onp.where(onp.any(G != 0, axis=1) & onp.isfinite(s), s, onp.nan)
+
+
+def pooled(residual: onp.ndarray) -> onp.ndarray:
+    """Root mean square over directions of :func:`stencil_residual` (0 where none)."""
+    with onp.errstate(all="ignore"):
+        ok = onp.isfinite(residual)
+        ss = onp.sum(onp.where(ok, residual**2, 0.0), axis=0) / onp.maximum(ok.sum(axis=0), 1)
+    return onp.sqrt(ss)

@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as onp
 
-from ._args import param_label, side_of, to_real_vector
-from .ad import prepare_call
-from .fd import RealMap, default_step, directional_derivatives
+from ._args import bind_call
+from .directional import directional_derivatives
+from .fd import RealMap, default_step
+from .guards import guarded_call
 from .jacobians import real_jacobian
+from .report import Blocks
 
 __all__ = ["StepSweep", "step_sweep"]
 
@@ -45,11 +47,11 @@ def step_sweep(
     >>> 1e-7 < s.best_step("forward") < 1e-6 or 1e-9 < s.best_step("forward") < 1e-7
     True
     """
-    args_l, kwargs, argnums, single = prepare_call(f, wrt, args, {})
-    if not single:
+    call = bind_call(f, args, {}, wrt, constants_ok=False)
+    if not call.single:
         raise ValueError("step_sweep takes one input; pass a single int or name as wrt.")
-    i = argnums[0]
-    J = real_jacobian(f, i)(*args_l, **kwargs)
+    sel = call.selected[0]
+    J = real_jacobian(f, sel.slot)(*args)
     row, col = (int(entry[0]), int(entry[1]))
     if not (0 <= row < J.shape[0] and 0 <= col < J.shape[1]):
         raise ValueError(
@@ -57,52 +59,43 @@ def step_sweep(
             "(row, col) with row < outputs and col < inputs (real coordinates)."
         )
     analytic = float(J[row, col])
-    side = side_of(args_l[i], param_label(f, i))
-    gmap = RealMap(f, args_l, kwargs, (i,), [side])
-    x0 = to_real_vector(args_l[i]).astype(float)
+    y, layout = guarded_call(call)
+    gmap = RealMap(call, layout)
+    specs = call.specs
+    x0 = onp.concatenate([s.to_real(v).astype(float) for s, v in zip(specs, call.values)])
     y0 = gmap(x0)
     steps = onp.logspace(-16, -1, 46) if steps is None else onp.asarray(steps, dtype=float)
-    e = onp.zeros(x0.size)
-    e[col] = 1.0
     errors, chosen = {}, {}
+    zero_noise = onp.zeros(y0.size)
     for method in ("forward", "central", "richardson"):
-        est = []
-        for h in steps:
-            d, _, _ = directional_derivatives(
-                gmap.batch, x0, lambda _: e, 1, onp.array([h]), method, y0, x0.dtype, retries=0
-            )
-            est.append(d[0, row])
-        errors[method] = onp.abs(onp.array(est) - analytic)
-        chosen[method] = float(_default(args_l[i], method, col, side))
-    if not side.complex:
-        cs = _complex_step_errors(f, args_l, kwargs, i, side, steps, row, col, analytic, y0)
+        d = directional_derivatives(
+            gmap.batch, x0, y0, zero_noise, steps,
+            columns=onp.full(steps.size, col), method=method, adapt=False,
+        )
+        errors[method] = onp.abs(d.est[:, row] - analytic)
+        chosen[method] = float(_default(x0, method, col))
+    if not any(s.complex for s in specs):
+        cs = _complex_step_errors(gmap, x0, y0, steps, row, col, analytic)
         if cs is not None:
             errors["complex_step"] = cs
-    from .report import Blocks
-
-    label = f"y[{row}] / {Blocks((side,)).label(col)}"
+    label = f"{Blocks(tuple(layout.leaves)).label(row)} / {Blocks(tuple(specs)).label(col)}"
     return StepSweep(steps, errors, chosen, analytic, label)
 
 
-def _default(x: Any, method: str, col: int, side) -> float:
-    s = onp.ravel(default_step(onp.asarray(x), method))
-    return s[col % s.size]
+def _default(x0: onp.ndarray, method: str, col: int) -> float:
+    return float(default_step(x0, method)[col])
 
 
-def _complex_step_errors(f, args, kwargs, i, side, steps, row, col, analytic, y0):
-    def perturbed(h):
-        a = list(args)
-        v = onp.asarray(args[i], dtype=complex).copy()
-        flat = v.reshape(-1)
-        flat[col] += 1j * h
-        a[i] = v if side.shape else complex(flat[0])
-        with onp.errstate(all="ignore"):
-            return onp.asarray(f(*a, **kwargs))
+def _complex_step_errors(gmap, x0, y0, steps, row, col, analytic):
+    from .fd import complex_step_derivatives
 
-    try:
-        probe = perturbed(1e-20)
-    except Exception:
-        return None
-    if not onp.iscomplexobj(probe) or not onp.allclose(probe.real.ravel(), y0, rtol=1e-12):
-        return None  # not complex-safe: the complex step does not apply
-    return onp.array([abs(perturbed(h).imag.ravel()[row] / h - analytic) for h in steps])
+    out = []
+    for h in steps:
+        st = onp.full(x0.size, h)
+        try:
+            with onp.errstate(all="ignore"):
+                J, _, _ = complex_step_derivatives(gmap, x0, y0, st, columns=[col])
+        except (ValueError, TypeError):
+            return None  # not complex-safe: the complex step does not apply
+        out.append(abs(J[row, 0] - analytic))
+    return onp.array(out)

@@ -104,7 +104,9 @@ def test_vectorized_matches_serial_with_one_call():
     calls_before = len(calls)
     serial = gx.numeric_jacobian(lambda v: batched_tanh(v[None])[0], x)
     np.testing.assert_allclose(r.jacobian, serial.jacobian, rtol=1e-12, atol=1e-14)
-    assert calls_before <= 2 and calls[-1][0] == r.nfev - 1
+    batched = [c for c in calls[:calls_before] if len(c) == 2]
+    # noise probes (two spacings), the stencils, and refinements: a few calls in all
+    assert len(batched) <= 5 and sum(c[0] for c in batched) == r.nfev - 1
     with pytest.raises(ValueError, match="leading batch axis"):
         gx.numeric_jacobian(lambda X: np.sum(X), x, vectorized=True)
 
