@@ -217,3 +217,153 @@ def trace_jvp(
     if end_node is None:
         return value, vspace(value).zeros(), used
     return value, end_node.g, sorted(set(used), key=used.index)
+
+
+# ---------------------------------------------------------------- recording (locate)
+
+import os  # noqa: E402
+import sys  # noqa: E402
+
+import autograd  # noqa: E402
+from autograd.core import primitive_jvps  # noqa: E402
+from autograd.tracer import Node  # noqa: E402
+
+_AUTOGRAD_DIR = os.path.dirname(autograd.__file__)
+_NUMPY_DIR = os.path.dirname(onp.__file__)
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+_USER_FILES_IN_PACKAGE = {os.path.join(_OWN_DIR, "gallery.py")}
+
+#: autograd's internal helpers, by the name users know them by.
+FRIENDLY_NAMES = {
+    "_array_from_scalar_or_array": "array",
+    "array_from_args": "array",
+    "container_take": "getitem",
+    "__getitem__": "getitem",
+    "sequence_extend_right": "list append",
+    "sequence_extend_left": "list prepend",
+    "make_sequence": "list/tuple",
+    "_make_dict": "dict",
+    "dict_untake": "dict",
+    "untake": "getitem (backward)",
+    "_broadcast_to_adjoint": "broadcast_to",
+    "concatenate_args": "concatenate",
+}
+
+
+@dataclass
+class OpRecord:
+    """One traced primitive: what ran, on what, called from where."""
+
+    index: int
+    fun: Any
+    args: tuple
+    kwargs: dict
+    argnums: tuple  # positions of the traced (differentiated) arguments
+    parents: tuple  # indices of the records those arguments came from
+    value: Any
+    frames: tuple  # (path, line) of the stack, innermost first, outside the tracer
+
+    @property
+    def name(self) -> str:
+        raw = op_name(self.fun)
+        return FRIENDLY_NAMES.get(raw, raw)
+
+
+class _Recording:
+    records: list | None = None
+    stop: Any = None  # the tracer's own frame: the stack above it is not the user's
+
+
+class _RecordingNode(Node):
+    __slots__ = ["record"]
+
+    def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
+        recs = _Recording.records
+        parent_ids = tuple(p.record.index for p in parents if p.record is not None)
+        self.record = OpRecord(
+            len(recs), fun, tuple(args), dict(kwargs), tuple(parent_argnums), parent_ids,
+            value, _stack(),
+        )
+        recs.append(self.record)
+
+    def initialize_root(self):
+        self.record = None
+
+
+notrace_primitives[_RecordingNode] = notrace_primitives[VJPNode]
+
+
+def _internal(path: str) -> bool:
+    return (
+        path.startswith((_AUTOGRAD_DIR, _NUMPY_DIR))
+        or (path.startswith(_OWN_DIR) and path not in _USER_FILES_IN_PACKAGE)
+        or "contextlib" in path
+        or path.startswith("<frozen")
+    )
+
+
+def _stack() -> tuple:
+    """(path, line) of the frames between the primitive call and the tracer,
+    innermost first, library frames left out."""
+    out = []
+    frame = sys._getframe(2)
+    while frame is not None and frame is not _Recording.stop:
+        path = frame.f_code.co_filename
+        if not _internal(path):
+            out.append((path, frame.f_lineno))
+        frame = frame.f_back
+    return tuple(out)
+
+
+def record_ops(fun: Callable, leaves: Sequence) -> list[OpRecord]:
+    """Run ``fun(*leaves)`` once, recording every primitive it applies to them."""
+    previous = (_Recording.records, _Recording.stop)
+    _Recording.records = []
+    _Recording.stop = sys._getframe(0)
+    try:
+        with trace_stack.new_trace() as t:
+            boxed = [new_box(leaf, t, _RecordingNode.new_root()) for leaf in leaves]
+            fun(*boxed)
+        return _Recording.records
+    finally:
+        _Recording.records, _Recording.stop = previous
+
+
+def op_vjp(rec: OpRecord, u: Any) -> list:
+    """The cotangents of the record's traced arguments for output cotangent u."""
+    try:
+        maker = primitive_vjps[rec.fun]
+    except KeyError:
+        raise NotImplementedError(f"{rec.name} has no VJP rule") from None
+    return list(maker(rec.argnums, rec.value, rec.args, rec.kwargs)(u))
+
+
+def op_jvp(rec: OpRecord, tangents: Sequence) -> Any:
+    """The output tangent of the record for tangents of its traced arguments."""
+    try:
+        maker = primitive_jvps[rec.fun]
+    except KeyError:
+        raise NotImplementedError(f"{rec.name} has no JVP rule") from None
+    try:
+        return maker(rec.argnums, list(tangents), rec.value, rec.args, rec.kwargs)
+    except KeyError:
+        raise NotImplementedError(f"{rec.name} has no JVP rule for some argument") from None
+
+
+def op_eval(rec: OpRecord, args: Sequence) -> Any:
+    """The record's primitive applied to new (plain) arguments."""
+    return rec.fun(*args, **rec.kwargs)
+
+
+def definition_site(rec: OpRecord) -> tuple[str, int] | None:
+    """Where the primitive's own function is defined (for a primitive called by
+    the checker itself, with no user frame between)."""
+    import inspect
+
+    raw = getattr(rec.fun, "fun", rec.fun)
+    try:
+        path = inspect.getsourcefile(raw)
+        _, line = inspect.getsourcelines(raw)
+    except (TypeError, OSError):
+        return None
+    return (path, line) if path else None

@@ -20,7 +20,7 @@ import numpy as onp
 from ._trace import getval, trace_jvp, trace_vjp
 from .directional import directional_derivatives
 
-from .fullcheck import full_check, linearity_gap
+from .fullcheck import _precision_note, full_check, linearity_gap, rule_precision
 from .judging import FD_SAFETY, RTOL_ULPS, make_entry
 from .noise import NoiseModel, probe_noise
 from .problem import Problem
@@ -136,7 +136,12 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
 
     # the VJP must be linear in its cotangent; a gap counts where the finite
     # differences confirm that the random-cotangent VJP is wrong
-    lin, (u_l, ru_l) = linearity_gap(ctx.vjp, m, n, gen, ctx.y_dtype, col_eps)
+    lin, lin_rel, (u_l, ru_l) = linearity_gap(ctx.vjp, m, n, gen, ctx.y_dtype, col_eps)
+    precision = rule_precision(lin, lin_rel)
+    if precision:
+        ctx.rtol = max(ctx.rtol or 0.0, precision, RTOL_ULPS * float(col_eps.max()))
+        ctx.notes.append(_precision_note("VJP", precision, "cotangent"))
+        lin = onp.zeros_like(lin)
     entries: list[Entry] = []
     suspects = onp.flatnonzero(lin > 1)[:MAX_LOCATED]
     if suspects.size:
