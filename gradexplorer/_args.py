@@ -188,12 +188,18 @@ class Call:
         return [c for sel in self.selected for c in sel.constants] + list(self.skipped)
 
     def rebuild(self, leaves: Sequence) -> tuple[list, dict]:
-        """f's arguments with the differentiable leaves replaced by ``leaves``."""
+        """f's arguments with the differentiable leaves replaced by ``leaves``.
+
+        Containers holding traced leaves are the AD system's own (autograd's
+        SequenceBox / DictBox), as f would see them under autograd itself.
+        """
+        from ._trace import traced_container
+
         args, kwargs = list(self.args), dict(self.kwargs)
         it = iter(leaves)
         for sel in self.selected:
             new = [next(it) if s is not None else v for v, s in zip(sel.values, sel.specs)]
-            value = unflatten(sel.tree, new)
+            value = unflatten(sel.tree, new, traced_container)
             if isinstance(sel.slot, str):
                 kwargs[sel.slot] = value
             else:
@@ -292,12 +298,9 @@ def select_argument(
             raise _leaf_error(label, kind, leaf)
         specs.append(None)
         constants.append((label, kind))
-    if not any(s is not None for s in specs):
-        if tree.num_leaves == 0:
-            raise TypeError(
-                f"input {name} is an empty structure ({tree.describe()}); there is nothing "
-                "to differentiate. Leave it out of wrt."
-            )
+    if tree.num_leaves == 0:  # an empty structure: nothing to differentiate, but valid
+        constants.append((name, f"an empty structure ({tree.describe()})"))
+    elif not any(s is not None for s in specs):
         raise TypeError(
             f"input {name} holds no float or complex leaf ({constants[0][1]} at "
             f"{constants[0][0]}); pass float arrays or leave it out of wrt."
@@ -340,7 +343,14 @@ def bind_call(
     for slot in slots:
         value = kwargs[slot] if isinstance(slot, str) else args[slot]
         selected.append(select_argument(f, value, slot, constants_ok=constants_ok))
-    return Call(f, args, kwargs, selected, single)
+    call = Call(f, args, kwargs, selected, single)
+    if not call.specs:
+        raise TypeError(
+            f"wrt={wrt!r} selects nothing to differentiate: "
+            + ", ".join(f"{label} is {reason}" for label, reason in call.constants)
+            + ". Select an argument that holds float or complex arrays."
+        )
+    return call
 
 
 def _skip_reason(a: Any) -> str:

@@ -124,6 +124,23 @@ def trace_vjp(fun: Callable, leaves: Sequence) -> VJPTrace:
     return VJPTrace(value, list(leaves), roots, end_node)
 
 
+def traced_container(kind: str, children: list, keys: tuple, cls: Any) -> Any:
+    """autograd's own containers where they hold traced values (as autograd
+    boxes a list argument itself): primitives that take a whole tuple (odeint's
+    ``args``) then see it traced. None for Python's containers."""
+    if not any(isbox(c) for c in children):
+        return None
+    from autograd import builtins as ag
+
+    if kind == "list":
+        return ag.list(children)
+    if kind == "tuple":
+        return ag.tuple(children) if cls is None else cls(*children)
+    if kind == "dict" and cls is None:
+        return ag.dict(zip(keys, children))
+    return None
+
+
 # ---------------------------------------------------------------- forward mode
 
 
@@ -149,44 +166,67 @@ class _FallbackJVPNode(JVPNode):
 notrace_primitives[_FallbackJVPNode] = notrace_primitives[JVPNode]
 
 
+def _plain(tree, leaves):
+    """Rebuild a structure with plain tuples (autograd has no vspace for namedtuples)."""
+    from .tree import TreeDef, unflatten
+
+    def strip(t: TreeDef) -> TreeDef:
+        return TreeDef(t.kind, tuple(strip(c) for c in t.children), t.keys, None)
+
+    return unflatten(strip(tree), leaves)
+
+
 def _jvp_from_vjp(fun, ans, args, kwargs, argnums, gs):
     """J·g for one operation from its VJP: the VJP is linear in its cotangent u,
     so J·g is the gradient of u -> Σ <vjp(u)_k, g_k>."""
+    from .tree import flatten
+
     try:
         vjpmaker = primitive_vjps[fun]
     except KeyError:
         raise NotImplementedError(f"{op_name(fun)} has neither a JVP nor a VJP rule") from None
-    if onp.iscomplexobj(ans) or any(onp.iscomplexobj(getval(args[i])) for i in argnums):
+    ans_leaves, ans_tree = flatten(ans)
+    arg_leaves = [leaf for i in argnums for leaf in flatten(getval(args[i]))[0]]
+    if any(onp.iscomplexobj(getval(v)) for v in ans_leaves + arg_leaves):
         raise NotImplementedError(
             f"JVP of {op_name(fun)} is not defined, and it has complex values, so its "
             "tangent cannot be derived from its VJP"
         )
     vjp = vjpmaker(argnums, ans, args, kwargs)
 
-    def pairing(u):
+    def pairing_of(u):
         total = 0.0
         for ct, g in zip(vjp(u), gs):
-            total = total + _vdot(ct, g)
+            for a, b in zip(flatten(ct)[0], flatten(g)[0]):
+                total = total + _vdot(a, b)
         return total
 
-    u0 = vspace(ans).zeros()
+    def pairing(u_leaves):
+        return pairing_of(_plain(ans_tree, list(u_leaves)))
+
+    zeros = [onp.zeros(onp.shape(v), onp.result_type(getval(v), float)) for v in ans_leaves]
     try:
-        back, _ = make_vjp(pairing, u0)
-        return back(1.0)
+        back, _ = make_vjp(lambda *ul: pairing(ul), argnum=tuple(range(len(zeros))))(*zeros)
+        out = back(1.0)
+        return _plain(ans_tree, list(out)) if not ans_tree.is_leaf else out[0]
     except Exception:
         pass
-    size = int(onp.size(ans))
-    if size > 4096:
+    sizes = [int(onp.size(z)) for z in zeros]
+    if sum(sizes) > 4096:
         raise NotImplementedError(
             f"JVP of {op_name(fun)} is not defined and its VJP is not differentiable"
         )
-    flat = onp.zeros(size, onp.asarray(ans).dtype)
-    out = onp.zeros(size)
-    for i in range(size):
-        flat[i] = 1
-        out[i] = float(pairing(flat.reshape(onp.shape(ans)) if onp.ndim(ans) else flat[0]))
-        flat[i] = 0
-    return out.reshape(onp.shape(ans)) if onp.ndim(ans) else out[0]
+    results = []
+    for k, z in enumerate(zeros):
+        flat = onp.zeros(sizes[k])
+        for i in range(sizes[k]):
+            unit = [onp.zeros_like(q) for q in zeros]
+            e = onp.zeros(sizes[k])
+            e[i] = 1.0
+            unit[k] = e.reshape(onp.shape(z)) if onp.ndim(z) else e[0]
+            flat[i] = float(getval(pairing(unit)))
+        results.append(flat.reshape(onp.shape(z)) if onp.ndim(z) else flat[0])
+    return _plain(ans_tree, results) if not ans_tree.is_leaf else results[0]
 
 
 def _vdot(a, b):

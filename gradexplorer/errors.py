@@ -109,5 +109,6 @@ class NotDeterministicError(GradExplorerError, ValueError):
     """Two calls of f at the same point returned different values."""
 
 
-class InputMutationError(GradExplorerError, ValueError):
-    """f changed the array it was given."""
+class InputMutationError(GradExplorerError, ValueError, TypeError):
+    """f changed the array it was given (a TypeError too, as autograd's own
+    refusal of item assignment is)."""

@@ -112,6 +112,10 @@ def _allowed(fd_err, rt, magnitude, atol):
 
 def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckReport:
     notes = [f"fast mode: {N_PROJECTIONS} random projections uᵀ J d, then group testing"]
+    if p.m == 0 or p.n == 0:
+        from .fullcheck import empty_report
+
+        return empty_report(p, method, order, "fast")
     if method in ("complex_step", "forward", "backward"):
         notes.append(f"fast mode projects along random directions: {method} replaced by richardson")
         method = "richardson"

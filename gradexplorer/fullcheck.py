@@ -41,6 +41,8 @@ def reverse_rows(tr, m: int, y_dtype) -> onp.ndarray:
     return onp.array(rows).reshape(m, -1)
 
 
+#: One-sided derivatives closer than this (relative) are not called a kink.
+KINK_RTOL = 1e-6
 #: A rule inconsistent with itself by less than this (relative) is an adaptive
 #: or iterative computation with that precision, not a rule with a missing g.
 RULE_NOISE_MAX = 1e-4
@@ -80,12 +82,23 @@ def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:
     return min(1e3 * scatter, float(onp.sqrt(scatter)))
 
 
+def _scale_allowance(precision: float, A, N) -> onp.ndarray | float:
+    """For an inexact rule: its precision relative to the size of the entries
+    around each one (the largest of its row and column), since a solver's
+    error is relative to the whole solution, not to each tiny sensitivity."""
+    if not precision:
+        return 0.0
+    with onp.errstate(invalid="ignore"):
+        big = onp.fmax(onp.abs(onp.where(onp.isfinite(A), A, 0.0)), onp.abs(onp.where(onp.isfinite(N), N, 0.0)))
+    return precision * onp.maximum(big.max(axis=1, keepdims=True), big.max(axis=0, keepdims=True))
+
+
 def _precision_note(rule: str, precision: float, what: str) -> str:
     return (
         f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "
         "backward pass makes it: an ODE adjoint, a solver with a tolerance), so it is "
-        f"judged to ~{precision:.0e} relative; tighten the solver's tolerance to judge "
-        "it more sharply."
+        f"judged to ~{precision:.0e} relative to the size of the Jacobian around each "
+        "entry; tighten the solver's tolerance to judge it more sharply."
     )
 
 
@@ -94,7 +107,7 @@ def forward_columns(p: Problem) -> tuple[onp.ndarray | None, list[str], str | No
     from their VJPs, and a note when forward mode could not run at all."""
     n, m = p.n, p.m
     zeros = [onp.zeros_like(v) for v in p.vs]
-    cols = onp.zeros((m, n))
+    cols = onp.zeros((m, n), complex)
     used: list[str] = []
     start = 0
     try:
@@ -105,12 +118,15 @@ def forward_columns(p: Problem) -> tuple[onp.ndarray | None, list[str], str | No
                 tangents = list(zeros)
                 tangents[k] = basis
                 _, jv, ops = trace_jvp(p.F, p.vs, tangents, fallback=True)
-                cols[:, start + c] = onp.ravel(onp.asarray(jv, dtype=float))
+                # a real output's tangent must be real: keep any imaginary part to judge it
+                cols[:, start + c] = onp.ravel(onp.asarray(jv, dtype=complex))
                 used.extend(o for o in ops if o not in used)
                 basis[c] = 0
             start += v.size
     except NotImplementedError as exc:
         return None, used, f"forward mode not checked: {exc}"
+    if not onp.any(cols.imag):
+        cols = cols.real.copy()
     return cols, used, None
 
 
@@ -164,6 +180,8 @@ def full_check(
 ) -> CheckReport:
     rows, cols = p.rows, p.cols
     m, n = p.m, p.n
+    if m == 0 or n == 0:
+        return empty_report(p, method, order, "full")
     tr = trace_vjp(p.F, p.vs)
     y_ad = onp.asarray(getval(tr.value))
     A = reverse_rows(tr, m, y_ad.dtype)
@@ -202,7 +220,8 @@ def full_check(
         vague &= (N != 0) | (A != 0)
     E = onp.where(vague, onp.inf, E)
     R = onp.where(vague, 4, R)
-    V = judge(A, N, E, rtol_rev, atol_)
+    atol_rev = atol_ + _scale_allowance(vjp_precision, A, N)
+    V = judge(A, N, E, rtol_rev, atol_rev)
     mism: list[Entry] = []
     failing = onp.argwhere(V > 1)
     # entries that fail, never settled, or sit where f is uneven may be on a kink
@@ -219,7 +238,10 @@ def full_check(
     with onp.errstate(all="ignore"):
         num = u @ onp.where(onp.isfinite(N), N, 0.0)
         err = onp.abs(u) @ onp.where(onp.isfinite(E), E, onp.inf)
-    v_lin = judge(ru, num, err, rtol_rev.max(axis=0), atol_)
+    v_lin = judge(
+        ru, num, err, rtol_rev.max(axis=0),
+        atol_ + vjp_precision * float(onp.max(onp.abs(ru), initial=0.0)),
+    )
     nonlinear = suspect & (v_lin > 1)
     if nonlinear.any():
         bad = onp.flatnonzero(nonlinear)
@@ -244,7 +266,7 @@ def full_check(
     if fwd is not None:
         jvp_ratio, jvp_rel, (d, jd) = linearity_gap(
             lambda d: onp.ravel(
-                onp.asarray(trace_jvp(p.F, p.vs, p.split(d), fallback=True)[1], dtype=float)
+                onp.asarray(trace_jvp(p.F, p.vs, p.split(d), fallback=True)[1], dtype=complex)
             ),
             n, m, gen, onp.result_type(*p.vs), eps.max(axis=1),
         )
@@ -253,12 +275,21 @@ def full_check(
         rtol_fwd = onp.maximum(rtol_m, jvp_precision)
         if jvp_precision and not vjp_precision:
             notes.append(_precision_note("JVP", jvp_precision, "tangent"))
-        Vf = judge(fwd, N, E, rtol_fwd, atol_)
+        atol_fwd = atol_ + _scale_allowance(jvp_precision, onp.abs(fwd), N)
+        Vf = judge(fwd, N, E, rtol_fwd, atol_fwd)
         only_fwd = onp.argwhere((Vf > 1) & ~(V > 1))
         for i, j in only_fwd:
             if (int(i), int(j)) not in kink_set:
+                a = fwd[i, j]
+                verdict = None
+                if onp.iscomplexobj(fwd) and a.imag != 0:
+                    verdict = (
+                        f"the tangent of a real output has an imaginary part ({a.imag:.3g}): "
+                        "a JVP rule mishandles complex inputs"
+                    )
                 mism.append(
-                    make_entry(rows, cols, i, j, fwd[i, j], N[i, j], E[i, j], Vf[i, j], kind="jvp")
+                    make_entry(rows, cols, i, j, a.real, N[i, j], E[i, j], Vf[i, j], kind="jvp",
+                               verdict=verdict)
                 )
         if len(only_fwd):
             notes.append(
@@ -269,7 +300,10 @@ def full_check(
         with onp.errstate(all="ignore"):
             num_d = onp.where(onp.isfinite(N), N, 0.0) @ d
             err_d = onp.where(onp.isfinite(E), E, onp.inf) @ onp.abs(d)
-        v_jvp = judge(jd, num_d, err_d, rtol_fwd.max(axis=1), atol_)
+        v_jvp = judge(
+            jd, num_d, err_d, rtol_fwd.max(axis=1),
+            atol_ + jvp_precision * float(onp.max(onp.abs(jd), initial=0.0)),
+        )
         bad_rows = onp.flatnonzero((jvp_ratio > 1) & (v_jvp > 1))
         if bad_rows.size:
             i = int(bad_rows[onp.argmax(v_jvp[bad_rows])])
@@ -280,11 +314,11 @@ def full_check(
             )
             for i in bad_rows[:50]:
                 mism.append(
-                    Entry(cols.sides[0].wrt, rows.sides[0].index(0)[:0], (), float(jd[i]),
+                    Entry(cols.sides[0].wrt, (), (), float(onp.real(jd[i])),
                           float(num_d[i]), float(abs(jd[i] - num_d[i])), float(err_d[i]),
                           f"{rows.label(int(i))} / (d·x) [fwd]", float(v_jvp[i]), int(i), -1,
                           "JVP not linear in its tangent: a random tangent d gives "
-                          f"{jd[i]:.6g}, the finite differences {num_d[i]:.6g}", "linearity")
+                          f"{onp.real(jd[i]):.6g}, the finite differences {num_d[i]:.6g}", "linearity")
                 )
         if fallback_ops:
             notes.append(
@@ -359,6 +393,19 @@ def full_check(
     )
 
 
+def empty_report(p: Problem, method: str, order: int, mode: str) -> CheckReport:
+    """Nothing to compare: f's output (or the selected input) has no entries."""
+    what = "f's output is empty" if p.m == 0 else "the selected inputs are empty"
+    z = onp.zeros((p.m, p.n))
+    return CheckReport(
+        passed=True, analytic=z, numeric=z, abs_err=z, rel_err=z, fd_error=z, violation=z,
+        worst=(), mismatches=(), rows=p.rows, cols=p.cols, order=order, mode=mode,
+        method=method, dtype=p.dtype, nfev=2, ngrad=0,
+        notes=(f"nothing to compare: {what} ({p.m} x {p.n} Jacobian).",),
+        function=p.name, not_checked=p.not_checked,
+    )
+
+
 def diagnose_pattern(A, N, V, cols: Blocks) -> list[str]:
     """Name whole-block patterns of wrong entries: transposed, scaled, sign-flipped."""
     notes = []
@@ -406,7 +453,7 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
     columns = onp.array(sorted({int(j) for _, j in bad})[:200])
     x0 = p.x0
     spacing = p.spacing()
-    quiet = NoiseModel(noise.floor, noise.floor, noise.floor, noise.scale)
+    quiet = NoiseModel(noise.resolved, noise.resolved, noise.floor, noise.scale)
     sides, nfev = {}, 0
     for method in ("forward", "backward"):
         base = p.steps(method)[columns]
@@ -421,11 +468,15 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
         (e1, r1), (e2, r2) = ests
         # a jump: the one-sided quotient scales like 1/h (64x between the steps)
         with onp.errstate(all="ignore"):
-            jump = (onp.abs(e1 / e2 - 64.0) < 1.0) & (onp.abs(e1) > 0)
-        # a slope: both steps agree, each well determined
+            jump = (onp.abs(e1 / e2 - 64.0) < 0.064) & (onp.abs(e1) > 0)
+        # a slope: both steps agree, and the sharper of the two pins it down
+        best = onp.where(r1 <= r2, e1, e2)
+        r_best = onp.minimum(r1, r2)
         agree = ~jump & (onp.abs(e1 - e2) <= FD_SAFETY * (r1 + r2))
-        agree &= r1 <= 0.25 * onp.maximum(onp.abs(e1), onp.abs(e2)) + onp.finfo(float).tiny
-        sides[method] = (e1, onp.where(agree, r1, onp.inf), onp.where(jump, e1 * base[:, None] * 2.0**6 * (1 if method == "forward" else -1), 0.0))
+        agree &= r_best <= 0.25 * onp.maximum(onp.abs(e1), onp.abs(e2)) + onp.finfo(float).tiny
+        sign = 1 if method == "forward" else -1
+        size = onp.where(jump, e1 * base[:, None] * 2.0**6 * sign, 0.0)
+        sides[method] = (best, onp.where(agree, r_best, onp.inf), size)
     kinks, kink_set = [], set()
     pos = {int(j): t for t, j in enumerate(columns)}
     (ef, rf, jf), (eb, rb, jb) = sides["forward"], sides["backward"]
@@ -433,7 +484,7 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
         t = pos.get(int(j))
         if t is None:
             continue
-        if (jf[t, i] or jb[t, i]) and (onp.isfinite(rf[t, i]) or onp.isfinite(rb[t, i])):
+        if jf[t, i] or jb[t, i]:
             size = jf[t, i] or jb[t, i]
             side = "right" if jf[t, i] else "left"
             e = make_entry(
@@ -447,7 +498,7 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
             continue
         right, left = ef[t, i], eb[t, i]
         gap = abs(right - left)
-        r = rtol[i, j] if onp.ndim(rtol) else rtol
+        r = max(rtol[i, j] if onp.ndim(rtol) else rtol, KINK_RTOL)
         if gap > FD_SAFETY * (rf[t, i] + rb[t, i]) + r * max(abs(right), abs(left)) + atol:
             e = make_entry(
                 p.rows, p.cols, i, j, A[i, j], N[i, j], E[i, j], 0.0,

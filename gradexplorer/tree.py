@@ -128,17 +128,21 @@ def _flatten(x: Any, leaves: list) -> TreeDef:
     return TreeDef("leaf")
 
 
-def unflatten(tree: TreeDef, leaves: Sequence) -> Any:
-    """Rebuild the structure described by ``tree`` from ``leaves``."""
+def unflatten(tree: TreeDef, leaves: Sequence, build: Callable | None = None) -> Any:
+    """Rebuild the structure described by ``tree`` from ``leaves``.
+
+    ``build(kind, children, keys, cls)`` may make the containers (an AD
+    system's own container types); it returns None to fall back to Python's.
+    """
     it = iter(leaves)
-    out = _unflatten(tree, it)
+    out = _unflatten(tree, it, build)
     rest = list(it)
     if rest:
         raise ValueError(f"unflatten got {len(rest)} more leaves than the structure holds.")
     return out
 
 
-def _unflatten(tree: TreeDef, it) -> Any:
+def _unflatten(tree: TreeDef, it, build=None) -> Any:
     if tree.kind == "leaf":
         try:
             return next(it)
@@ -146,7 +150,11 @@ def _unflatten(tree: TreeDef, it) -> Any:
             raise ValueError("unflatten got fewer leaves than the structure holds.") from None
     if tree.kind == "none":
         return None
-    children = [_unflatten(c, it) for c in tree.children]
+    children = [_unflatten(c, it, build) for c in tree.children]
+    if build is not None:
+        made = build(tree.kind, children, tree.keys, tree.cls)
+        if made is not None:
+            return made
     if tree.kind == "dict":
         d = dict(zip(tree.keys, children))
         return tree.cls(d) if tree.cls is not None else d
