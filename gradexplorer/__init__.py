@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from autograd.extend import defjvp, defvjp, primitive
 
-from . import gallery, testing
+from . import gallery, testing, tree
 from .ad import (
     DISCONNECTED,
     DisconnectedType,
@@ -83,5 +83,5 @@ __all__ = [
     "GradExplorerError", "GradientError", "DisconnectedInputError",
     "DisconnectedInputWarning", "NullTypeGradError", "GradUndefinedError",
     "JacobianTooLargeError", "NonFiniteWarning", "NotDeterministicError",
-    "InputMutationError", *_LAZY,
+    "InputMutationError", "tree", *_LAZY,
 ]  # fmt: skip

@@ -110,6 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         print(f"error: cannot import {args.target}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.png:
+        problem = _unwritable(args.png)
+        if problem:
+            print(f"error: cannot write the PNG to {args.png}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     point = _point(args.shape, args.complex, args.seed)
     try:
         f(*point)
@@ -143,6 +148,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_WRONG
 
 
+def _unwritable(path: str) -> str | None:
+    """Why a file cannot be written at path (None when it can)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"the folder {folder} does not exist"
+    if os.path.isdir(path):
+        return "it is a folder"
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        return "permission denied"
+    return None
+
+
 def _write_png(report, path: str) -> None:
     try:
         png = report._repr_png_()
@@ -150,8 +167,12 @@ def _write_png(report, path: str) -> None:
         print("(no PNG: matplotlib is not installed; pip install 'gradexplorer[widgets]')")
         return
     if png:
-        with open(path, "wb") as fh:
-            fh.write(png)
+        try:
+            with open(path, "wb") as fh:
+                fh.write(png)
+        except OSError as exc:
+            print(f"(could not write the heatmap to {path}: {exc.strerror})")
+            return
         print(f"heatmap written to {path}")
 
 

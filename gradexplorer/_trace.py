@@ -103,6 +103,17 @@ class VJPTrace:
                     ingrads = list(node.vjp(outgrad[0]))
                 except Exception as exc:
                     raise _with_op_context(exc, node, "VJP") from None
+                for ingrad in ingrads:
+                    if getattr(ingrad, "dtype", None) == object:
+                        raise _with_op_context(
+                            TypeError(
+                                "a VJP rule returned an array of objects: it passed traced "
+                                "values through np.asarray / np.array, which autograd cannot "
+                                "follow"
+                            ),
+                            node,
+                            "VJP",
+                        )
                 for parent, ingrad in zip(node.parents, ingrads):
                     outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)
         return [
@@ -128,8 +139,8 @@ def traced_container(kind: str, children: list, keys: tuple, cls: Any) -> Any:
     """autograd's own containers where they hold traced values (as autograd
     boxes a list argument itself): primitives that take a whole tuple (odeint's
     ``args``) then see it traced. None for Python's containers."""
-    if not any(isbox(c) for c in children):
-        return None
+    if not children or not all(isbox(c) for c in children):
+        return None  # constants inside (ints, strings): autograd has no vector space for them
     from autograd import builtins as ag
 
     if kind == "list":

@@ -20,6 +20,7 @@ from ._trace import trace_vjp
 from .fastcheck import fast_check
 from .fd import METHODS
 from .fullcheck import full_check
+from .guards import keeping_random_state
 from .judging import validate_tolerance
 from .problem import Problem, as_rng, build_problem
 from .report import Blocks, CheckReport
@@ -111,6 +112,11 @@ def check_grads(
     if reseed is not None and not isinstance(reseed, (int, onp.integer)):
         raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
     gen = as_rng(rng)
+    with keeping_random_state(reseed is not None):
+        return _check_grads(f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed)
+
+
+def _check_grads(f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed):
     p = build_problem(f, args, kwargs, wrt, reseed=reseed)
     p.step = step
     p.steps(method)  # validates step now, with a clear message
@@ -123,9 +129,30 @@ def check_grads(
         return first
     q = second_order_problem(p, gen)
     q.step = None
-    second = _check_problem(q, chosen, "richardson" if method == "complex_step" else method,
-                            atol, rtol, gen, order=2)
+    try:
+        second = _check_problem(
+            q, chosen, "richardson" if method == "complex_step" else method, atol, rtol, gen,
+            order=2,
+        )
+    except Exception as exc:
+        raise _not_differentiable(exc) from exc
     return replace(second, first_order=first, passed=first.passed and second.passed)
+
+
+def _not_differentiable(exc: Exception) -> Exception:
+    """order=2 differentiates the backward pass: name the rule that cannot be."""
+    from .errors import GradExplorerError
+
+    if isinstance(exc, GradExplorerError):
+        return exc
+    notes = [n for n in getattr(exc, "__notes__", []) if "raised by the VJP of" in n]
+    op = notes[0].split("raised by the VJP of ")[-1].rstrip(")") if notes else "an operation"
+    return TypeError(
+        f"order=2 differentiates f's backward pass, but the VJP of {op} cannot be "
+        f"differentiated ({type(exc).__name__}: {exc}). Write that rule with autograd.numpy "
+        "(no np.asarray, float() or in-place writes on the cotangent), give it a VJP of its "
+        "own with gx.defvjp, or check order=1 only."
+    )
 
 
 def _check_problem(p, mode, method, atol, rtol, gen, order) -> CheckReport:

@@ -38,6 +38,20 @@ _TYPE_EPS = {"float64": 1e-7, "float32": 3e-4, "float16": 1e-1}
 _TYPE_TOL = {"float64": 1e-4, "float32": 1e-2, "float16": 5e-2}
 
 
+def _valid_shape(s: Any) -> tuple:
+    """x_shape as a tuple of non-negative ints, or a clear error."""
+    if isinstance(s, (int, onp.integer)) and not isinstance(s, bool):
+        s = (int(s),)
+    if not isinstance(s, (tuple, list)) or not all(
+        isinstance(d, (int, onp.integer)) and not isinstance(d, bool) and d >= 0 for d in s
+    ):
+        raise ValueError(
+            f"x_shape must be a tuple of non-negative ints (one input) or a list of such tuples "
+            f"(several inputs); got {s!r:.60}. For example x_shape=(3, 4) or [(3,), (2, 2)]."
+        )
+    return tuple(int(d) for d in s)
+
+
 def _is_shape(s: Any) -> bool:
     return isinstance(s, tuple) or (
         isinstance(s, (list, onp.ndarray)) and all(isinstance(d, (int, onp.integer)) for d in s)
@@ -93,7 +107,15 @@ def compute_gradient(
         and all(_is_shape(s) for s in x_shape)
         and not all(isinstance(d, (int, onp.integer)) for d in x_shape)
     )
-    shapes = [tuple(s) for s in x_shape] if several else [tuple(x_shape)]
+    shapes = [_valid_shape(s) for s in x_shape] if several else [_valid_shape(x_shape)]
+    try:
+        delta = float(delta)
+    except (TypeError, ValueError):
+        raise TypeError(f"delta must be a positive float; got {delta!r:.40}.") from None
+    if not (onp.isfinite(delta) and delta > 0):
+        raise ValueError(
+            f"delta must be a positive finite float (the central-difference step); got {delta!r}."
+        )
     gen = as_rng(rng)
     if x_init_value is None:
         xs = [gen.standard_normal(s) for s in shapes]
@@ -251,8 +273,26 @@ def verify_grad(
     >>> verify_grad(anp.tanh, [np.array([[2.0, 3, 4], [-1, 3.3, 9.9]])], rng=np.random)
     """
     check_callable(fun, "fun")
+    if isinstance(n_tests, bool) or not isinstance(n_tests, (int, onp.integer)) or n_tests < 1:
+        raise ValueError(
+            f"n_tests must be an int >= 1 (how many random projections to compare); got "
+            f"{n_tests!r}."
+        )
     pts = list(pt) if isinstance(pt, (list, tuple)) else [pt]
+    if not pts:
+        raise ValueError(
+            "pt is an empty list: verify_grad needs the point, one array per input of fun "
+            "(e.g. pt=[x] or pt=[x, y])."
+        )
     pts = [as_differentiable(onp.array(p), f"pt[{k}]") for k, p in enumerate(pts)]
+    for k, p in enumerate(pts):
+        bad = onp.flatnonzero(~onp.isfinite(onp.ravel(p)))
+        if bad.size:
+            raise ValueError(
+                f"pt[{k}] holds {bad.size} non-finite value(s) (first at flat index "
+                f"{int(bad[0])}: {onp.ravel(p)[bad[0]]}); gradients there are meaningless. "
+                "Pass a finite point."
+            )
     gen = as_rng(rng)
     dtype = str(onp.result_type(*pts))
     abs_tol = _TYPE_TOL.get(dtype, 1e-4) if abs_tol is None else abs_tol

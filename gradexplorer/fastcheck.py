@@ -272,12 +272,17 @@ def _nonlinear_entries(ctx: _Ctx, u, ru, columns) -> list[Entry]:
 
 
 def _dedupe(entries: list[Entry]) -> list[Entry]:
+    """One entry per place; a forward-mode entry only where reverse mode is right
+    (an operation without a JVP rule takes its tangents from its VJP, so a wrong
+    VJP shows in both)."""
+    reverse = {(e.row, e.col) for e in entries if e.kind == "vjp"}
     seen, out = set(), []
     for e in entries:
         key = (e.row, e.col, e.kind)
-        if key not in seen:
-            seen.add(key)
-            out.append(e)
+        if key in seen or (e.kind == "jvp" and (e.row, e.col) in reverse):
+            continue
+        seen.add(key)
+        out.append(e)
     return out
 
 

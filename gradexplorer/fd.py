@@ -24,7 +24,7 @@ import numpy as onp
 
 from ._args import Call, OutputLayout, bind_call, check_callable, output_layout
 from .directional import REASONS, directional_derivatives, exact_steps
-from .guards import guarded_call
+from .guards import guarded_call, keeping_random_state
 from .noise import NoiseModel, probe_noise
 from .tree import Leaf, flatten
 
@@ -350,14 +350,15 @@ def numeric_jacobian(
     check_callable(f)
     _check_method(method)
     call = bind_call(f, args, kwargs, wrt, constants_ok=True)
-    y, _ = guarded_call(call, reseed=reseed)
-    layout = output_layout(y)
-    results = []
-    for k in range(len(call.selected)):
-        sub = Call(call.f, call.args, call.kwargs, [call.selected[k]], True)
-        results.append(
-            _numeric_one(sub, layout, y, method, step, vectorized, executor, reseed)
-        )
+    with keeping_random_state(reseed is not None):
+        y, _ = guarded_call(call, reseed=reseed)
+        layout = output_layout(y)
+        results = []
+        for k in range(len(call.selected)):
+            sub = Call(call.f, call.args, call.kwargs, [call.selected[k]], True)
+            results.append(
+                _numeric_one(sub, layout, y, method, step, vectorized, executor, reseed)
+            )
     return call.finish(results)
 
 

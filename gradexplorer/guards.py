@@ -18,7 +18,7 @@ from ._args import Call, OutputLayout, nonfinite_summary, output_layout
 from .errors import InputMutationError, NonFiniteWarning, NotDeterministicError
 from .tree import flatten
 
-__all__ = ["guarded_call", "reseeded"]
+__all__ = ["guarded_call", "reseeded", "keeping_random_state"]
 
 
 def reseeded(seed: int | None) -> None:
@@ -26,6 +26,25 @@ def reseeded(seed: int | None) -> None:
     if seed is not None:
         onp.random.seed(seed)
         random.seed(seed)
+
+
+class keeping_random_state:
+    """Restore numpy's and Python's global random states on exit (used when
+    ``reseed`` re-seeds them for every call of f)."""
+
+    def __init__(self, active: bool = True):
+        self.active = active
+
+    def __enter__(self):
+        if self.active:
+            self._np, self._py = onp.random.get_state(), random.getstate()
+        return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            onp.random.set_state(self._np)
+            random.setstate(self._py)
+        return False
 
 
 def _copy_call(call: Call) -> tuple[list, dict]:

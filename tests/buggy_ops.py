@@ -75,3 +75,9 @@ def deep_function(x):
     h = anp.tanh(h) + h / (1.0 + h**2)
     h = anp.sum(h**3) + anp.prod(anp.cos(h))
     return h
+
+
+def mutates_input(x):
+    """Writes into its argument: the CLI must refuse it cleanly."""
+    x[0] = 0.0
+    return anp.sin(x)

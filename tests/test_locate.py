@@ -120,6 +120,8 @@ def test_cli_complex_inputs():
         ("check", "buggy_ops:uses_mix", "--shape", "x,y"),
         ("check", "buggy_ops:uses_mix"),
         ("check", "buggy_ops:uses_mix", "--shape", "7"),  # A @ x fails: cannot be evaluated
+        ("check", "buggy_ops:mutates_input", "--shape", "3"),  # writes into its input
+        ("check", "buggy_ops:uses_mix", "--shape", "4", "--png", "/no/such/folder/h.png"),
         ("frobnicate",),
     ],
 )
