@@ -328,7 +328,10 @@ def bind_call(
             try:
                 selected.append(select_argument(f, a, i, constants_ok=True))
             except TypeError:
-                skipped.append((param_label(f, i), _skip_reason(a)))
+                reason = _skip_reason(a)
+                if reason is None:  # it holds floats but cannot be used as given: say why
+                    raise
+                skipped.append((param_label(f, i), reason))
         for k in kwargs:
             skipped.append((k, "a keyword argument (held constant unless wrt names it)"))
         if not selected:
@@ -353,13 +356,16 @@ def bind_call(
     return call
 
 
-def _skip_reason(a: Any) -> str:
+def _skip_reason(a: Any) -> str | None:
+    """Why an argument holds nothing differentiable (None if it does hold floats)."""
     leaves, tree = flatten(a)
     if not leaves:
         return f"an empty structure ({tree.describe()})" if tree.kind != "none" else "None"
-    if len(leaves) == 1 and tree.is_leaf:
-        return float_kind(a)
     kinds = sorted({float_kind(v) for v in leaves})
+    if "real" in kinds or "complex" in kinds:
+        return None
+    if len(leaves) == 1 and tree.is_leaf:
+        return kinds[0]
     return f"a structure of {', '.join(kinds)}"
 
 

@@ -122,6 +122,8 @@ def finish_disconnected(
 
     An argument is disconnected when none of its leaves reaches the output.
     """
+    specs = call.specs
+    grads = [_like_leaf(g, s) for g, s in zip(grads, specs)]
     per_arg = call.per_argument(grads)
     flags = iter(connected)
     out = []
@@ -146,6 +148,15 @@ def finish_disconnected(
             g = DISCONNECTED
         out.append(g)
     return out
+
+
+def _like_leaf(g: Any, spec) -> Any:
+    """A gradient in the form of its input leaf: a Python float for a float,
+    an array (or numpy scalar) otherwise."""
+    g = getval(g)
+    if spec.pytype is not None and onp.ndim(g) == 0:
+        return spec.pytype(g)
+    return g
 
 
 def _check_dy(y_value: Any, dy: Any) -> list:
@@ -390,6 +401,7 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
 
         tr = trace_vjp(scalarized, call.values)
         grads = tr.backward(_one_like(tr.value))
+        grads = [_like_leaf(g, s) for g, s in zip(grads, call.specs)]
         return tuple(call.per_argument(grads))
 
     return g

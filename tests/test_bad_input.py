@@ -1,0 +1,129 @@
+"""Every bad input gets a clear error (what was expected, what came, what to do)
+or the right answer; nothing is silently wrong."""
+
+import autograd.numpy as anp
+import numpy as np
+import pytest
+
+import gradexplorer as gx
+
+
+def test_output_whose_shape_depends_on_the_input_values():
+    f = lambda x: x[x > 0] * 2.0  # noqa: E731 - one element sits at 0
+    with pytest.raises(ValueError, match="changed shape.*depends on the input values"):
+        gx.check_grads(f, np.array([0.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="changed shape"):
+        gx.numeric_jacobian(f, np.array([0.0, 1.0, 2.0]))
+
+
+def test_longdouble_is_refused_not_rounded():
+    x = np.ones(3, dtype=np.longdouble)
+    if np.finfo(np.longdouble).eps == np.finfo(np.float64).eps:
+        pytest.skip("longdouble is float64 on this platform")
+    with pytest.raises(TypeError, match="float64"):
+        gx.check_grads(anp.sin, x)
+
+
+def test_step_as_an_array_is_used_and_a_wrong_shape_explained():
+    x = np.array([0.5, 1.0, 2.0])
+    r = gx.numeric_jacobian(np.sin, x, step=np.array([1e-3, 1e-4, 1e-5]), method="central")
+    np.testing.assert_allclose(r.step, [1e-3, 1e-4, 1e-5])
+    np.testing.assert_allclose(np.diag(r.jacobian), np.cos(x), rtol=1e-6)
+    assert gx.check_grads(anp.sin, x, step=np.array([1e-3, 1e-3, 1e-3])).passed
+    with pytest.raises(ValueError, match="shaped like the input"):
+        gx.check_grads(anp.sin, x, step=np.ones(2))
+
+
+@pytest.mark.parametrize(("name", "value"), [("rtol", -1.0), ("atol", np.nan), ("rtol", np.inf)])
+def test_negative_or_nonfinite_tolerances(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a finite float >= 0"):
+        gx.check_grads(anp.sin, np.ones(2), **{name: value})
+
+
+def test_nan_in_an_element_f_does_not_use_is_not_a_mismatch():
+    r = gx.check_grads(lambda x: anp.sum(x[:2] ** 2), np.array([1.0, 2.0, np.nan]))
+    assert r.passed and not r.mismatches, str(r)
+    assert r.analytic[0, 2] == 0 and r.numeric[0, 2] == 0
+
+
+def test_duplicate_wrt():
+    with pytest.raises(ValueError, match="twice"):
+        gx.check_grads(lambda x, y: x * y, 1.0, 2.0, wrt=("x", "x"))
+    with pytest.raises(ValueError, match="twice"):
+        gx.grad(lambda x, y: x * y, wrt=(1, -1))(1.0, 2.0)
+
+
+def test_numeric_jacobian_guards_and_leaves_the_callers_array_alone():
+    x = np.array([1.0, 2.0])
+    keep = x.copy()
+
+    def mutates(v):
+        v[0] = 7.0
+        return v * 2
+
+    with pytest.raises(gx.InputMutationError, match="in place"):
+        gx.numeric_jacobian(mutates, x)
+    np.testing.assert_array_equal(x, keep)
+    gen = np.random.default_rng(0)
+    with pytest.raises(gx.NotDeterministicError, match="reseed"):
+        gx.numeric_jacobian(lambda v: v * gen.random(), x)
+
+
+def test_masked_arrays_are_refused():
+    with pytest.raises(TypeError, match="masked array"):
+        gx.check_grads(anp.sin, np.ma.masked_array([1.0, 2.0], mask=[0, 1]))
+    with pytest.raises(TypeError, match="masked array"):
+        gx.grad(lambda x: anp.sum(x))(np.ma.masked_array([1.0, 2.0]))
+
+
+@pytest.mark.parametrize(("value", "words"), [(None, "returned None"), ("ok", "returned a str")])
+def test_f_returning_none_or_a_string(value, words):
+    with pytest.raises(TypeError, match=words):
+        gx.check_grads(lambda x: value, np.ones(2))
+    with pytest.raises(TypeError, match=words):
+        gx.jacobian(lambda x: value)(np.ones(2))
+
+
+def test_grad_of_a_function_of_no_arguments():
+    with pytest.raises(ValueError, match="0 positional"):
+        gx.grad(lambda: 3.0)()
+
+
+def test_classic_api_inputs():
+    with pytest.raises(ValueError, match="x_shape"):
+        gx.compute_gradient(anp.sin, "3,4")
+    with pytest.raises(ValueError, match="delta"):
+        gx.compute_gradient(anp.sin, (3,), delta=0)
+    with pytest.raises(ValueError, match="n_tests"):
+        gx.verify_grad(anp.sin, [np.ones(2)], n_tests=0)
+    with pytest.raises(ValueError, match="empty"):
+        gx.verify_grad(anp.sin, [])
+    with pytest.raises(ValueError, match="non-finite"):
+        gx.verify_grad(anp.sin, [np.array([1.0, np.nan])])
+
+
+def test_order_two_through_a_rule_that_cannot_be_differentiated_names_it():
+    @gx.primitive
+    def opaque(x):
+        return np.sin(x)
+
+    gx.defvjp(opaque, lambda ans, x: lambda g: np.asarray(g) * np.cos(x))
+    f = lambda x: anp.sum(opaque(x) ** 2)  # noqa: E731
+    assert gx.check_grads(f, np.array([0.3, 0.5])).passed  # order 1 is fine
+    with pytest.raises(TypeError, match="VJP of opaque cannot be differentiated"):
+        gx.check_grads(f, np.array([0.3, 0.5]), order=2)
+
+
+def test_complex_where_real_was_meant_and_integers():
+    with pytest.raises(TypeError, match="real_jacobian"):
+        gx.grad(lambda z: z**2)(1.0 + 1.0j)
+    with pytest.raises(TypeError, match="integer.*astype\\(float\\)"):
+        gx.check_grads(anp.sin, np.arange(3), wrt=0)
+    with pytest.raises(TypeError, match="float 3.0"):
+        gx.grad(lambda x: x * 2.0)(3)
+
+
+def test_overflowing_steps_are_unresolvable_never_wrong():
+    r = gx.check_grads(lambda x: anp.exp(x), np.array([709.5, 1.0]))
+    assert not r.mismatches, str(r)
+    assert r.passed
