@@ -153,8 +153,9 @@ def finish_disconnected(
 def _like_leaf(g: Any, spec) -> Any:
     """A gradient in the form of its input leaf: a Python float for a float,
     an array (or numpy scalar) otherwise."""
-    g = getval(g)
-    if spec.pytype is not None and onp.ndim(g) == 0:
+    from ._trace import isbox
+
+    if spec.pytype is not None and not isbox(g) and onp.ndim(g) == 0:
         return spec.pytype(g)
     return g
 
