@@ -54,6 +54,21 @@ class Directional:
     noise_bound: onp.ndarray  # the noise part of err
     steps: onp.ndarray  # the last step used per direction
     nfev: int
+    vectors: onp.ndarray | None = None  # the directions as used (snapped to the grid)
+
+
+def snap_directions(vectors, h, spacing, levels) -> onp.ndarray:
+    """Directions whose every stencil point, at every shrink level, lands exactly
+    on each coordinate's grid: each component of ``h·d`` becomes a multiple of
+    ``40·8**levels`` ulps (a rounded point would add the input's own rounding
+    to f as noise the estimates do not expect)."""
+    q = 40.0 * SHRINK**levels * spacing[None, :]
+    delta = h[:, None] * vectors
+    with onp.errstate(invalid="ignore", over="ignore"):
+        n = onp.round(onp.abs(delta) / q)
+        snapped = onp.sign(delta) * onp.maximum(n, 1.0) * q
+    snapped = onp.where((delta != 0) & onp.isfinite(snapped), snapped, delta)
+    return snapped / h[:, None]
 
 
 def exact_steps(x0: onp.ndarray, h: onp.ndarray, spacing: onp.ndarray) -> onp.ndarray:
@@ -112,6 +127,7 @@ def directional_derivatives(
     chunk: int | None = None,
     spacing: onp.ndarray | None = None,
     balance: float | None = None,
+    coord_eps: onp.ndarray | None = None,
 ) -> Directional:
     """Estimate ``J @ d`` for each direction, with per-entry error estimates.
 
@@ -140,9 +156,15 @@ def directional_derivatives(
         How far truncation may exceed noise in a settled entry (default
         :data:`BALANCE`); ``inf`` settles any consistent estimate at once,
         honest but not as sharp (for tests that only steer a search).
+    coord_eps : ndarray, optional
+        The precision of each input coordinate: an entry's noise floor is the
+        rounding of the lower of its output's and its direction's precision
+        (a float32 input judged in float32 beside a float64 one).
     """
     scheme = SCHEMES[method]
     offsets = onp.array(scheme.offsets)
+    if vectors is not None and spacing is not None:
+        vectors = snap_directions(vectors, onp.asarray(steps, dtype=float), spacing, max_shrink)
     k = columns.size if columns is not None else vectors.shape[0]
     m = y0.size
     if not isinstance(noise, NoiseModel):
@@ -154,28 +176,27 @@ def directional_derivatives(
     h = onp.asarray(steps, dtype=float).copy()
     all_idx = onp.arange(k)
     richardson = method == "richardson"
-    structured = noise.structured if richardson and adapt else onp.zeros(m, bool)
+    nm = _EntryNoise(noise, _direction_eps(coord_eps, columns, vectors, k), richardson and adapt)
 
-    def judged(F, hv, sigma_probe):
+    def judged(F, hv, idx, sigma_probe):
         """combine() with the stencil's own view of f: samples that a smooth
         curve through them cannot explain beyond f's probed noise (or far
         above f's precision) mean f is not smooth at this step."""
         if not richardson:
-            return combine(scheme, F, y0, hv, sigma_probe)
+            return combine(scheme, F, y0, hv, sigma_probe[idx])
         resid = stencil_residual(F, y0)
-        limit = onp.maximum(8 * sigma_probe, SMOOTH_ULPS * noise.floor)
-        smooth = ~(resid > limit[None, :])
-        sigma = onp.fmax(sigma_probe, pooled(onp.where(smooth, resid, onp.nan)))
+        limit = onp.maximum(8 * sigma_probe[idx], SMOOTH_ULPS * nm.floor[idx])
+        smooth = ~(resid > limit)
+        sigma = onp.fmax(sigma_probe[idx], pooled(onp.where(smooth, resid, onp.nan))[None, :])
         lvl = combine(scheme, F, y0, hv, sigma)
         lvl.consistent &= smooth
         return lvl
 
-    # after level 0, structured outputs are judged with their fine-scale noise
-    sigma_later = onp.where(structured, noise.resolved, noise.level0)
-    first = judged(sample(all_idx, h, offsets), h, noise.level0)
+    structured = nm.structured
+    first = judged(sample(all_idx, h, offsets), h, all_idx, nm.level0)
     est, err = first.est.copy(), first.err.copy()
     noise_err = first.noise.copy()
-    ok = first.consistent & ~structured[None, :]
+    ok = first.consistent & ~structured
     balance = BALANCE if balance is None else balance
     settled = ok & (first.trunc <= balance * first.noise)
     has = ok.copy()  # a trustworthy (consistent) estimate exists
@@ -183,7 +204,7 @@ def directional_derivatives(
     y_bad = ~onp.isfinite(y0)
     if not adapt or not richardson:
         trusted = ok if richardson else first.finite
-        return _finish(est, err, noise_err, trusted, nonfinite, y_bad, h, sample, noise)
+        return _finish(est, err, noise_err, trusted, nonfinite, y_bad, h, sample, nm)
 
     def rescale(hv, active, factor):
         hv[active] *= factor
@@ -192,7 +213,8 @@ def directional_derivatives(
             hv[active] = exact_steps(x0[cols], hv[active], spacing[cols])
 
     def level(active, hv):
-        return judged(sample(active, hv[active], offsets), hv[active], sigma_later)
+        # after level 0, structured entries are judged with their fine-scale noise
+        return judged(sample(active, hv[active], offsets), hv[active], active, nm.later)
 
     # --- shrink where an entry is inconsistent or truncation-dominated
     hs = h.copy()
@@ -208,7 +230,7 @@ def directional_derivatives(
         scale = onp.max(onp.abs(onp.where(has, est, 0.0)), axis=1, initial=0.0)
         poor = has & (err > POOR * onp.maximum(onp.abs(est), scale[:, None]))
         noisy = first.noise >= first.trunc
-        active = onp.flatnonzero(onp.any(poor & noisy & settled & ~structured[None, :], axis=1))
+        active = onp.flatnonzero(onp.any(poor & noisy & settled & ~structured, axis=1))
         if active.size == 0:
             break
         rescale(hg, active, SHRINK)
@@ -223,7 +245,41 @@ def directional_derivatives(
         noise_err[active] = onp.where(take, lvl.noise, noise_err[active])
         # a consistent larger step that disagrees shows the old error was too small
         err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
-    return _finish(est, err, noise_err, has, nonfinite, y_bad, hs, sample, noise)
+    return _finish(est, err, noise_err, has, nonfinite, y_bad, hs, sample, nm)
+
+
+def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
+    if coord_eps is None:
+        return onp.zeros(k)
+    coord_eps = onp.asarray(coord_eps, dtype=float)
+    if columns is not None:
+        return coord_eps[columns]
+    moving = vectors != 0
+    return onp.max(onp.where(moving, coord_eps[None, :], 0.0), axis=1, initial=0.0)
+
+
+class _EntryNoise:
+    """The noise model per entry (direction × output): an entry's floor is the
+    rounding of the lower of its output's and its input's precision."""
+
+    def __init__(self, noise: NoiseModel, dir_eps: onp.ndarray, adaptive: bool):
+        from .noise import NOISY, STRUCTURE
+
+        scale = noise.scale[None, :]
+        self.floor = onp.fmax(noise.floor[None, :], 0.3 * dir_eps[:, None] * scale)
+        coarse, fine = noise.coarse[None, :], noise.fine[None, :]
+        self.level0 = onp.fmax(onp.fmax(coarse, fine), self.floor)
+        self.resolved = onp.fmax(fine, self.floor)
+        tiny = onp.finfo(float).tiny
+        noisy = coarse > NOISY * onp.maximum(self.floor, tiny)
+        structured = noisy & (coarse > STRUCTURE * self.resolved)
+        self.structured = structured if adaptive else onp.zeros_like(structured)
+        with onp.errstate(all="ignore"):
+            rel = coarse / onp.maximum(scale, tiny)
+        # f's derivative is no better defined than f itself where f is noisy; where
+        # f merely has structure finer than the first step, the steps shrink past it
+        self.rel = onp.where(noisy & ~self.structured & onp.isfinite(rel), rel, 0.0)
+        self.later = onp.where(self.structured, self.resolved, self.level0)
 
 
 def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
@@ -248,12 +304,11 @@ def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
     nonfinite[active] &= ~lvl.finite
 
 
-def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, noise) -> Directional:
-    # f's derivative is no better defined than f itself where f is noisy
-    err = err + noise.rel[None, :] * onp.abs(est)
+def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm) -> Directional:
+    err = err + nm.rel * onp.abs(est)
     reason = onp.zeros(est.shape, onp.int8)
     unresolved = ~has
     reason[unresolved] = onp.where(nonfinite[unresolved], 2, 3)
     reason[:, y_bad] = 1
     err = onp.where(unresolved | y_bad[None, :], onp.inf, err)
-    return Directional(est, err, reason, noise_err, h, sample.nfev)
+    return Directional(est, err, reason, noise_err, h, sample.nfev, sample.vectors)

@@ -217,6 +217,12 @@ def coordinate_spacing(x0: onp.ndarray, specs: Sequence[Leaf]) -> onp.ndarray:
     return onp.concatenate(out) if out else onp.zeros(0)
 
 
+def coordinate_eps(specs: Sequence[Leaf]) -> onp.ndarray:
+    """The eps of each real coordinate's own precision."""
+    parts = [onp.full(s.real_size, s.eps) for s in specs]
+    return onp.concatenate(parts) if parts else onp.zeros(0)
+
+
 def leaf_steps(step: Any, value: Any, spec: Leaf, method: str, name: str = "input") -> onp.ndarray:
     """Steps per real coordinate of one leaf (Re and Im halves share a step)."""
     if step is None:
@@ -280,6 +286,7 @@ def fd_columns(
     columns: onp.ndarray | None = None,
     noise: NoiseModel | None = None,
     out_eps: onp.ndarray | float = 0.0,
+    coord_eps: onp.ndarray | None = None,
     rng: Any = 0,
 ):
     """Jacobian columns by finite differences: ``(J (m, k), E (m, k), reason, nfev, noise)``.
@@ -293,7 +300,8 @@ def fd_columns(
     cols = onp.arange(x0.size) if columns is None else onp.asarray(columns)
     exact = exact_steps(x0[cols], steps[cols], spacing[cols])
     d = directional_derivatives(
-        evaluate, x0, y0, noise, exact, columns=cols, method=method, spacing=spacing
+        evaluate, x0, y0, noise, exact, columns=cols, method=method, spacing=spacing,
+        coord_eps=coord_eps,
     )
     return d.est.T, d.err.T, d.reason.T, d.nfev + nfev, noise
 
@@ -376,7 +384,8 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed) ->
         evaluate = _evaluator(gmap, vectorized, executor)
         out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in layout.leaves])
         J, E, R, nfev, noise = fd_columns(
-            evaluate, x0, y0, steps, spacing, method, out_eps=out_eps
+            evaluate, x0, y0, steps, spacing, method, out_eps=out_eps,
+            coord_eps=coordinate_eps(call.specs),
         )
     nfev += 1
     specs = call.specs

@@ -19,7 +19,7 @@ import autograd.numpy as anp
 import numpy as onp
 
 from ._args import Call, OutputLayout, bind_call
-from .fd import RealMap, coordinate_spacing, steps_for
+from .fd import RealMap, coordinate_eps, coordinate_spacing, steps_for
 from .guards import guarded_call, reseeded
 from .report import Blocks
 from .tree import Leaf
@@ -90,6 +90,9 @@ class Problem:
 
     def spacing(self) -> onp.ndarray:
         return coordinate_spacing(self.x0, self.cols.sides)
+
+    def coord_eps(self) -> onp.ndarray:
+        return coordinate_eps(self.cols.sides)
 
     def steps(self, method: str) -> onp.ndarray:
         """Step per real coordinate: the user's ``step``, else the per-dtype default."""

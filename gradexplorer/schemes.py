@@ -122,6 +122,8 @@ def combine(
     wa = onp.array(scheme.alternative)
     hk = h[:, None]
     one_sided = len(scheme.offsets) == 2
+    sigma = onp.asarray(sigma, dtype=float)
+    sig = sigma if sigma.ndim == 2 else sigma[None, :]
     with onp.errstate(all="ignore"):
         D = _differences(scheme, F, y0, h)
         if scheme.lead_a is not None:  # richardson: D(h), D(h/2), D(rh), D(rh/2)
@@ -135,20 +137,20 @@ def combine(
         norm = float(onp.sqrt(w @ w + (w.sum() ** 2 if one_sided else 0.0)))
         # f's noise through the weights, plus a few ulps of forming the estimate itself
         arithmetic = 8 * onp.finfo(float).eps * onp.max(onp.abs(onp.array(D)), axis=0)
-        noise = NOISE_SIGMAS * sigma[None, :] * norm / hk + arithmetic
+        noise = NOISE_SIGMAS * sig * norm / hk + arithmetic
         finite = onp.all(onp.isfinite(F), axis=1) & onp.isfinite(est)
         consistent = finite.copy()
         if scheme.lead_a is not None:
             da, db = D[0] - D[1], D[2] - D[3]
             la, lb = onp.array(scheme.lead_a), onp.array(scheme.lead_b)
             target = RATIO**2 * da
-            lead_noise = CONSISTENCY_SIGMAS * sigma[None, :] * float(
+            lead_noise = CONSISTENCY_SIGMAS * sig * float(
                 onp.sqrt(((lb - RATIO**2 * la) ** 2).sum())
             ) / hk + 2 * arithmetic
             # the leading differences must scale like h² wherever they stand above noise
             consistent &= onp.abs(db - target) <= MODEL_SLACK * onp.abs(target) + lead_noise
             # and the two families must agree once the h⁴ term is accounted for
-            pair_noise = CONSISTENCY_SIGMAS * sigma[None, :] * float(
+            pair_noise = CONSISTENCY_SIGMAS * sig * float(
                 onp.sqrt(((w - wa) ** 2).sum())
             ) / hk + 2 * arithmetic
             gap = onp.abs(est - alt)
