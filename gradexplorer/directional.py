@@ -128,6 +128,7 @@ def directional_derivatives(
     spacing: onp.ndarray | None = None,
     balance: float | None = None,
     coord_eps: onp.ndarray | None = None,
+    grow_to: onp.ndarray | None = None,
 ) -> Directional:
     """Estimate ``J @ d`` for each direction, with per-entry error estimates.
 
@@ -156,6 +157,10 @@ def directional_derivatives(
         How far truncation may exceed noise in a settled entry (default
         :data:`BALANCE`); ``inf`` settles any consistent estimate at once,
         honest but not as sharp (for tests that only steer a search).
+    grow_to : ndarray, optional
+        Per direction, the largest step worth trying where an entry is known
+        only to its noise (a step made tiny by a tiny coordinate, in an array
+        whose other elements show f's real scale).
     coord_eps : ndarray, optional
         The precision of each input coordinate: an entry's noise floor is the
         rounding of the lower of its output's and its direction's precision
@@ -226,11 +231,16 @@ def directional_derivatives(
         _merge(level(active, hs), active, est, err, noise_err, has, settled, nonfinite)
     # --- grow where an entry is settled on noise alone but poorly known
     hg = h.copy()
-    for _ in range(max_grow):
+    limit = onp.zeros(k) if grow_to is None else onp.asarray(grow_to, dtype=float)
+    for _ in range(max_grow + 1):
         scale = onp.max(onp.abs(onp.where(has, est, 0.0)), axis=1, initial=0.0)
         poor = has & (err > POOR * onp.maximum(onp.abs(est), scale[:, None]))
         noisy = first.noise >= first.trunc
-        active = onp.flatnonzero(onp.any(poor & noisy & settled & ~structured, axis=1))
+        # a step far below what the array's scale allows: its noise error can fall 8x
+        room = (hg * SHRINK <= limit)[:, None]
+        active = onp.flatnonzero(
+            onp.any((poor | room) & noisy & settled & ~structured, axis=1)
+        )
         if active.size == 0:
             break
         rescale(hg, active, SHRINK)

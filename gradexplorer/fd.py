@@ -120,6 +120,20 @@ class RealMap:
         self.call, self.layout, self.reseed = call, layout, reseed
         self.specs: list[Leaf] = call.specs
         self.bounds = onp.cumsum([0] + [s.real_size for s in self.specs])
+        # the common case (one real array in, one real array out) skips the general
+        # unpacking: per-call overhead matters when f is cheap and called 10^4 times
+        sel = call.selected
+        out = layout.leaves
+        self._simple = (
+            len(sel) == 1
+            and sel[0].tree.is_leaf
+            and len(self.specs) == 1
+            and not self.specs[0].complex
+            and self.specs[0].shape != ()
+            and layout.tree.is_leaf
+            and len(out) == 1
+            and not out[0].complex
+        )
 
     @property
     def size(self) -> int:
@@ -144,7 +158,20 @@ class RealMap:
 
     def __call__(self, v: onp.ndarray) -> onp.ndarray:
         self._seed()
-        y = self.call(*self.leaves(v))
+        if self._simple:
+            spec, call = self.specs[0], self.call
+            x = onp.array(v, dtype=spec.dtype).reshape(spec.shape)  # a fresh copy
+            slot = call.selected[0].slot
+            if isinstance(slot, str):
+                y = call.f(*call.args, **{**call.kwargs, slot: x})
+            else:
+                args = list(call.args)
+                args[slot] = x
+                y = call.f(*args, **call.kwargs)
+            if type(y) is onp.ndarray and y.dtype.kind == "f" and y.shape == self.layout.leaves[0].shape:
+                return y.astype(float, copy=False).ravel()
+        else:
+            y = self.call(*self.leaves(v))
         self.layout.check(y, " between evaluations")
         with onp.errstate(all="ignore"):
             return onp.asarray(self.layout.realify(y), dtype=float)
@@ -248,6 +275,18 @@ def leaf_steps(step: Any, value: Any, spec: Leaf, method: str, name: str = "inpu
     return onp.concatenate([flat, flat]) if spec.complex else flat
 
 
+def typical_steps(call: Call, method: str) -> onp.ndarray:
+    """Per coordinate, the default step of a typical element of its array: how
+    far a step made small by a small element may grow back."""
+    out = []
+    for s, value in zip(call.specs, call.values):
+        mag = onp.abs(onp.asarray(value)).astype(float).ravel()
+        good = mag[onp.isfinite(mag) & (mag > 0)]
+        typical = float(onp.sqrt(onp.mean(good**2))) if good.size else 1.0
+        out.append(onp.full(s.real_size, _BASE_STEP[method][s.real_dtype.itemsize] * typical))
+    return onp.concatenate(out) if out else onp.zeros(0)
+
+
 def steps_for(call: Call, step: Any, method: str) -> onp.ndarray:
     """Steps for every differentiated coordinate: ``step`` is None, a scalar,
     an array like a single-array input, or a structure like the input."""
@@ -287,6 +326,7 @@ def fd_columns(
     noise: NoiseModel | None = None,
     out_eps: onp.ndarray | float = 0.0,
     coord_eps: onp.ndarray | None = None,
+    grow_to: onp.ndarray | None = None,
     rng: Any = 0,
 ):
     """Jacobian columns by finite differences: ``(J (m, k), E (m, k), reason, nfev, noise)``.
@@ -301,7 +341,7 @@ def fd_columns(
     exact = exact_steps(x0[cols], steps[cols], spacing[cols])
     d = directional_derivatives(
         evaluate, x0, y0, noise, exact, columns=cols, method=method, spacing=spacing,
-        coord_eps=coord_eps,
+        coord_eps=coord_eps, grow_to=None if grow_to is None else grow_to[cols],
     )
     return d.est.T, d.err.T, d.reason.T, d.nfev + nfev, noise
 
@@ -386,6 +426,7 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed) ->
         J, E, R, nfev, noise = fd_columns(
             evaluate, x0, y0, steps, spacing, method, out_eps=out_eps,
             coord_eps=coordinate_eps(call.specs),
+            grow_to=typical_steps(call, method) if step is None else None,
         )
     nfev += 1
     specs = call.specs

@@ -154,7 +154,7 @@ def _fd(p: Problem, method: str, gen):
     out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
     N, E, R, nfev, noise = fd_columns(
         p.batch, x0, y0, p.steps(method), p.spacing(), method, rng=gen, out_eps=out_eps,
-        coord_eps=p.coord_eps(),
+        coord_eps=p.coord_eps(), grow_to=p.grow_to(method),
     )
     return y0, N, E, R, nfev + 1, noise
 

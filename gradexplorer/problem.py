@@ -19,7 +19,7 @@ import autograd.numpy as anp
 import numpy as onp
 
 from ._args import Call, OutputLayout, bind_call
-from .fd import RealMap, coordinate_eps, coordinate_spacing, steps_for
+from .fd import RealMap, coordinate_eps, coordinate_spacing, steps_for, typical_steps
 from .guards import guarded_call, reseeded
 from .report import Blocks
 from .tree import Leaf
@@ -90,6 +90,12 @@ class Problem:
 
     def spacing(self) -> onp.ndarray:
         return coordinate_spacing(self.x0, self.cols.sides)
+
+    def grow_to(self, method: str) -> onp.ndarray | None:
+        """How far small-element steps may grow (None for a user's fixed step)."""
+        if self.call is None or self.step is not None or method != "richardson":
+            return None
+        return typical_steps(self.call, method)
 
     def coord_eps(self) -> onp.ndarray:
         return coordinate_eps(self.cols.sides)
