@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -91,8 +89,19 @@ def sdist(version: str) -> Path:
     if found:
         return found[0]
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-         f"autograd=={version}", "-d", str(CACHE)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"autograd=={version}",
+            "-d",
+            str(CACHE),
+        ],
         check=True,
     )
     return sorted(CACHE.glob(f"autograd-{version}.tar.gz"))[0]
@@ -115,11 +124,24 @@ def run(json_path: str | None = None) -> int:
     version = installed("autograd")
     with tempfile.TemporaryDirectory() as d:
         tests = prepare(Path(d), version)
-        report = Path(d) / "report.json"
         t0 = time.perf_counter()
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests),
-               "-o", "addopts=", "--junitxml", str(Path(d) / "junit.xml"),
-               "-W", "ignore::DeprecationWarning", "--timeout", "900"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(tests),
+            "-o",
+            "addopts=",
+            "--junitxml",
+            str(Path(d) / "junit.xml"),
+            "-W",
+            "ignore::DeprecationWarning",
+            "--timeout",
+            "900",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=d)
         elapsed = time.perf_counter() - t0
         outcome = _parse(Path(d) / "junit.xml")
@@ -128,16 +150,27 @@ def run(json_path: str | None = None) -> int:
     skipped = sum(v == "skipped" for v in outcome.values())
     unexpected = [t for t in failed if t not in EXPECTED_FAILURES]
     missing = [t for t in EXPECTED_FAILURES if t not in failed]
-    print(f"autograd {version} test suite with gx.check_grads: {passed} passed, "
-          f"{len(failed)} failed, {skipped} skipped in {elapsed:.0f} s")
+    print(
+        f"autograd {version} test suite with gx.check_grads: {passed} passed, "
+        f"{len(failed)} failed, {skipped} skipped in {elapsed:.0f} s"
+    )
     for t in failed:
         print(f"  FAILED {t}: {EXPECTED_FAILURES.get(t, 'UNEXPECTED')}")
     if unexpected:
         print(proc.stdout[-6000:])
     if json_path:
-        Path(json_path).write_text(json.dumps({"version": version, "passed": passed,
-                                               "failed": failed, "skipped": skipped,
-                                               "seconds": elapsed}, indent=1))
+        Path(json_path).write_text(
+            json.dumps(
+                {
+                    "version": version,
+                    "passed": passed,
+                    "failed": failed,
+                    "skipped": skipped,
+                    "seconds": elapsed,
+                },
+                indent=1,
+            )
+        )
     return 0 if not unexpected and not missing and passed > 0 else 1
 
 
@@ -149,7 +182,13 @@ def _parse(path: Path) -> dict[str, str]:
         module = case.get("classname").split("tests.")[-1]
         name = f"{module}::{case.get('name')}"
         tags = {child.tag for child in case}
-        out[name] = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
+        out[name] = (
+            "failed"
+            if tags & {"failure", "error"}
+            else "skipped"
+            if "skipped" in tags
+            else "passed"
+        )
     return out
 
 

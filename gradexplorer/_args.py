@@ -136,7 +136,11 @@ def resolve_wrt(f: Callable, wrt: Any, nargs: int, kwargs: dict | None = None):
                 raise ValueError(
                     f"wrt={s!r} is out of range: f was called with {nargs} positional "
                     f"argument(s), so valid indices are 0..{nargs - 1}"
-                    + (". Pass the point as arguments to the returned function." if not nargs else ".")
+                    + (
+                        ". Pass the point as arguments to the returned function."
+                        if not nargs
+                        else "."
+                    )
                 )
         if slot in slots:
             raise ValueError(
@@ -179,9 +183,7 @@ class Call:
     @property
     def values(self) -> list:
         """The current values of the differentiable leaves."""
-        return [
-            v for sel in self.selected for v, s in zip(sel.values, sel.specs) if s is not None
-        ]
+        return [v for sel in self.selected for v, s in zip(sel.values, sel.specs) if s is not None]
 
     @property
     def constants(self) -> list:
@@ -200,6 +202,19 @@ class Call:
         for sel in self.selected:
             new = [next(it) if s is not None else v for v, s in zip(sel.values, sel.specs)]
             value = unflatten(sel.tree, new, traced_container)
+            if isinstance(sel.slot, str):
+                kwargs[sel.slot] = value
+            else:
+                args[sel.slot] = value
+        return args, kwargs
+
+    def rebuild_plain(self, leaves: Sequence) -> tuple[list, dict]:
+        """Like :meth:`rebuild`, with Python's own containers (for plain evaluation)."""
+        args, kwargs = list(self.args), dict(self.kwargs)
+        it = iter(leaves)
+        for sel in self.selected:
+            new = [next(it) if s is not None else v for v, s in zip(sel.values, sel.specs)]
+            value = unflatten(sel.tree, new)
             if isinstance(sel.slot, str):
                 kwargs[sel.slot] = value
             else:
@@ -253,8 +268,7 @@ def _leaf_error(label: str, reason: str, value: Any) -> TypeError:
             else "pass floats instead"
         )
         return TypeError(
-            f"input {label} is {reason} ({v!r:.40}); integers and bools have no derivative: "
-            f"{fix}."
+            f"input {label} is {reason} ({v!r:.40}); integers and bools have no derivative: {fix}."
         )
     if reason == "a masked array":
         return TypeError(

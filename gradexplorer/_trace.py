@@ -104,7 +104,7 @@ class VJPTrace:
                 except Exception as exc:
                     raise _with_op_context(exc, node, "VJP") from None
                 for ingrad in ingrads:
-                    if getattr(ingrad, "dtype", None) == object:
+                    if getattr(ingrad, "dtype", None) is onp.dtype(object):
                         raise _with_op_context(
                             TypeError(
                                 "a VJP rule returned an array of objects: it passed traced "
@@ -332,8 +332,14 @@ class _RecordingNode(Node):
         recs = _Recording.records
         parent_ids = tuple(p.record.index for p in parents if p.record is not None)
         self.record = OpRecord(
-            len(recs), fun, tuple(args), dict(kwargs), tuple(parent_argnums), parent_ids,
-            value, _stack(),
+            len(recs),
+            fun,
+            tuple(args),
+            dict(kwargs),
+            tuple(parent_argnums),
+            parent_ids,
+            value,
+            _stack(),
         )
         recs.append(self.record)
 

@@ -96,7 +96,9 @@ def warn_nonfinite(y: Any, what: str = "f's output") -> None:
     specs = []
     for leaf, path in zip(leaves, tree.paths()):
         kind = float_kind(leaf)
-        specs.append(leaf_of(leaf, _out_name(path, tree.kind)) if kind in ("real", "complex") else None)
+        specs.append(
+            leaf_of(leaf, _out_name(path, tree.kind)) if kind in ("real", "complex") else None
+        )
     summary = _nonfinite([getval(v) for v in leaves], specs)
     if summary:
         warnings.warn(
@@ -279,7 +281,9 @@ def grad(
             )
         warn_nonfinite(y)
         grads = tr.backward(_one_like(y))
-        out = finish_disconnected(call, grads, tr.connected, disconnected_inputs, return_disconnected)
+        out = finish_disconnected(
+            call, grads, tr.connected, disconnected_inputs, return_disconnected
+        )
         return call.finish(out)
 
     return grad_f

@@ -113,7 +113,9 @@ def check_grads(
         raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
     gen = as_rng(rng)
     with keeping_random_state(reseed is not None):
-        return _check_grads(f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed)
+        return _check_grads(
+            f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed
+        )
 
 
 def _check_grads(f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed):
@@ -131,7 +133,12 @@ def _check_grads(f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, ste
     q.step = None
     try:
         second = _check_problem(
-            q, chosen, "richardson" if method == "complex_step" else method, atol, rtol, gen,
+            q,
+            chosen,
+            "richardson" if method == "complex_step" else method,
+            atol,
+            rtol,
+            gen,
             order=2,
         )
     except Exception as exc:

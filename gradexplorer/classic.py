@@ -15,10 +15,10 @@ import numpy as onp
 
 from ._args import check_callable, select_argument
 from .ad import grad
-from .problem import as_rng
 from .errors import GradientError
 from .fd import numeric_jacobian
 from .jacobians import real_jacobian
+from .problem import as_rng
 
 __all__ = [
     "compute_gradient",
@@ -27,6 +27,7 @@ __all__ = [
     "numeric_grad",
     "abs_rel_err",
 ]
+
 
 def as_differentiable(x: Any, name: str) -> Any:
     """x validated as a float or complex array (a clear TypeError otherwise)."""

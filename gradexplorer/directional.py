@@ -33,6 +33,10 @@ REASONS = {
         "faster than the step, or f's own noise"
     ),
     4: "f is too uneven here for finite differences to pin this entry down",
+    5: (
+        "f varies erratically at every scale probed (an oscillation far faster than any "
+        "step, or noise comparable to f itself): no finite difference resolves it"
+    ),
 }
 
 SHRINK = 8.0
@@ -40,6 +44,8 @@ SHRINK = 8.0
 BALANCE = 4.0
 #: Stencil residuals below this many ulps of f count as rounding, never as structure.
 SMOOTH_ULPS = 1e3
+#: Noise above this fraction of f itself, at every probed scale, leaves nothing to resolve.
+HOPELESS = 1e-3
 #: Below this relative accuracy an entry dominated by noise tries larger steps.
 POOR = 1e-6
 
@@ -238,9 +244,7 @@ def directional_derivatives(
         noisy = first.noise >= first.trunc
         # a step far below what the array's scale allows: its noise error can fall 8x
         room = (hg * SHRINK <= limit)[:, None]
-        active = onp.flatnonzero(
-            onp.any((poor | room) & noisy & settled & ~structured, axis=1)
-        )
+        active = onp.flatnonzero(onp.any((poor | room) & noisy & settled & ~structured, axis=1))
         if active.size == 0:
             break
         rescale(hg, active, SHRINK)
@@ -317,7 +321,10 @@ def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
 def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm) -> Directional:
     err = err + nm.rel * onp.abs(est)
     reason = onp.zeros(est.shape, onp.int8)
-    unresolved = ~has
+    hopeless = nm.rel > HOPELESS
+    reason[hopeless] = 5
+    err = onp.where(hopeless, onp.inf, err)
+    unresolved = ~has & ~hopeless
     reason[unresolved] = onp.where(nonfinite[unresolved], 2, 3)
     reason[:, y_bad] = 1
     err = onp.where(unresolved | y_bad[None, :], onp.inf, err)

@@ -19,7 +19,6 @@ import numpy as onp
 
 from ._trace import getval, trace_jvp, trace_vjp
 from .directional import directional_derivatives
-
 from .fullcheck import _precision_note, full_check, linearity_gap, rule_precision
 from .judging import FD_SAFETY, RTOL_ULPS, make_entry
 from .noise import NoiseModel, probe_noise
@@ -137,8 +136,21 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
     y0_ext = _extended(y0[None], U)[0]
     ext_eps = onp.concatenate([row_eps, onp.full(N_PROJECTIONS, row_eps.max())])
     noise_ext, nf = probe_noise(ext, x0, y0_ext, steps, spacing, ext_eps, rng=gen, directions=1)
-    ctx = _Ctx(p, tr, x0, y0, noise_ext, base, steps / base, row_eps, col_eps,
-               0.0 if atol is None else atol, rtol, method, spacing)
+    ctx = _Ctx(
+        p,
+        tr,
+        x0,
+        y0,
+        noise_ext,
+        base,
+        steps / base,
+        row_eps,
+        col_eps,
+        0.0 if atol is None else atol,
+        rtol,
+        method,
+        spacing,
+    )
     ctx.cost.nfev += nf + 1
     ctx.notes.extend(notes)
 
@@ -173,8 +185,16 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
         u = U[k]
         d = gen.standard_normal(n) * ctx.scale
         res = directional_derivatives(
-            ext, x0, y0_ext, noise_ext, onp.array([base]), vectors=d[None], method=method,
-            balance=onp.inf, spacing=spacing, coord_eps=col_eps,
+            ext,
+            x0,
+            y0_ext,
+            noise_ext,
+            onp.array([base]),
+            vectors=d[None],
+            method=method,
+            balance=onp.inf,
+            spacing=spacing,
+            coord_eps=col_eps,
         )
         ctx.cost.nfev += res.nfev
         d = res.vectors[0]
@@ -196,7 +216,10 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
                 jv = ctx.jvp(d)
             except NotImplementedError:
                 forward_ok = False
-                ctx.notes.append("forward mode not checked: an operation has neither JVP nor a differentiable VJP")
+                ctx.notes.append(
+                    "forward mode not checked: an operation has neither a JVP rule nor a "
+                    "differentiable VJP"
+                )
             else:
                 bad_rows = _forward_rows(ctx, jd, jv)
                 if bad_rows.size:
@@ -209,8 +232,7 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
     if failing is None and unresolved == N_PROJECTIONS and not entries:
         if m * n <= AFFORDABLE_ENTRIES:
             ctx.notes.append(
-                "no projection could be resolved by finite differences: fell back to the full "
-                "check"
+                "no projection could be resolved by finite differences: fell back to the full check"
             )
             full = full_check(p, method, atol, rtol, gen, order)
             entries.extend(full.mismatches)
@@ -295,8 +317,15 @@ def _nonlinear_entries(ctx: _Ctx, u, ru, columns) -> list[Entry]:
     spacing = p.spacing()
     steps = exact_steps(ctx.x0[columns], ctx.scale[columns] * ctx.base, spacing[columns])
     res = directional_derivatives(
-        p.batch, ctx.x0, ctx.y0, ctx.row_noise, steps, columns=columns, method=ctx.method,
-        spacing=ctx.spacing, coord_eps=ctx.col_eps,
+        p.batch,
+        ctx.x0,
+        ctx.y0,
+        ctx.row_noise,
+        steps,
+        columns=columns,
+        method=ctx.method,
+        spacing=ctx.spacing,
+        coord_eps=ctx.col_eps,
     )
     ctx.cost.nfev += res.nfev
     out = []
@@ -309,8 +338,18 @@ def _nonlinear_entries(ctx: _Ctx, u, ru, columns) -> list[Entry]:
         allowed = _allowed(e, rt, max(abs(num), abs(ru[j])), ctx.atol)
         if ok.all() and abs(ru[j] - num) > allowed:
             out.append(
-                make_entry(p.rows, p.cols, -1, j, ru[j], num, e, abs(ru[j] - num) / allowed,
-                           kind="linearity", verdict="VJP not linear in its cotangent")
+                make_entry(
+                    p.rows,
+                    p.cols,
+                    -1,
+                    j,
+                    ru[j],
+                    num,
+                    e,
+                    abs(ru[j] - num) / allowed,
+                    kind="linearity",
+                    verdict="VJP not linear in its cotangent",
+                )
             )
     return out
 
@@ -345,10 +384,21 @@ def _nonlinear_jvp(ctx: _Ctx, jd: _Dir, jv: onp.ndarray, gen) -> list[Entry]:
     for i in onp.flatnonzero((ratio > 1) & onp.isfinite(jd.err))[:MAX_LOCATED]:
         if not viol[i] <= 1:
             out.append(
-                Entry(p.cols.sides[0].wrt, (), (), float(jv[i]), float(jd.est[i]),
-                      float(abs(jv[i] - jd.est[i])), float(jd.err[i]),
-                      f"{p.rows.label(int(i))} / (d·x) [fwd]", float(viol[i]), int(i), -1,
-                      "JVP not linear in its tangent", "linearity")
+                Entry(
+                    p.cols.sides[0].wrt,
+                    (),
+                    (),
+                    float(jv[i]),
+                    float(jd.est[i]),
+                    float(abs(jv[i] - jd.est[i])),
+                    float(jd.err[i]),
+                    f"{p.rows.label(int(i))} / (d·x) [fwd]",
+                    float(viol[i]),
+                    int(i),
+                    -1,
+                    "JVP not linear in its tangent",
+                    "linearity",
+                )
             )
     if out:
         ctx.notes.append(
@@ -515,8 +565,15 @@ def _column_entries(ctx: _Ctx, rows, j, analytic_along, kind) -> list[Entry]:
     spacing = p.spacing()
     step = exact_steps(ctx.x0[[j]], (ctx.scale[[j]] * ctx.base), spacing[[j]])
     res = directional_derivatives(
-        p.batch, ctx.x0, ctx.y0, ctx.row_noise, step,
-        columns=onp.array([j]), method=ctx.method, spacing=ctx.spacing, coord_eps=ctx.col_eps,
+        p.batch,
+        ctx.x0,
+        ctx.y0,
+        ctx.row_noise,
+        step,
+        columns=onp.array([j]),
+        method=ctx.method,
+        spacing=ctx.spacing,
+        coord_eps=ctx.col_eps,
     )
     ctx.cost.nfev += res.nfev
     e_j = onp.zeros(ctx.x0.size)
@@ -539,7 +596,9 @@ def _columns_then_rows(ctx: _Ctx, u: onp.ndarray) -> list[Entry]:
     n, m = ctx.x0.size, u.size
     rn = ctx.row_noise
     proj = lambda v: onp.array([onp.sqrt((u * u) @ (v**2))])  # noqa: E731
-    noise_u = NoiseModel(proj(rn.coarse), proj(rn.fine), proj(rn.floor), onp.array([abs(u @ ctx.y0)]))
+    noise_u = NoiseModel(
+        proj(rn.coarse), proj(rn.fine), proj(rn.floor), onp.array([abs(u @ ctx.y0)])
+    )
     ev = lambda X: (ctx.p.batch(X) @ u)[:, None]  # noqa: E731
     y0u = onp.array([u @ ctx.y0])
     rt = RTOL_ULPS * float(ctx.col_eps.max()) if ctx.rtol is None else ctx.rtol

@@ -153,7 +153,7 @@ class RealMap:
 
     def _seed(self) -> None:
         if self.reseed is not None:
-            onp.random.seed(self.reseed)
+            onp.random.seed(self.reseed)  # noqa: NPY002 - the global generator is the point
             random.seed(self.reseed)
 
     def __call__(self, v: onp.ndarray) -> onp.ndarray:
@@ -168,7 +168,11 @@ class RealMap:
                 args = list(call.args)
                 args[slot] = x
                 y = call.f(*args, **call.kwargs)
-            if type(y) is onp.ndarray and y.dtype.kind == "f" and y.shape == self.layout.leaves[0].shape:
+            if (
+                type(y) is onp.ndarray
+                and y.dtype.kind == "f"
+                and y.shape == self.layout.leaves[0].shape
+            ):
                 return y.astype(float, copy=False).ravel()
         else:
             y = self.call(*self.leaves(v))
@@ -253,8 +257,12 @@ def coordinate_eps(specs: Sequence[Leaf]) -> onp.ndarray:
 def leaf_steps(step: Any, value: Any, spec: Leaf, method: str, name: str = "input") -> onp.ndarray:
     """Steps per real coordinate of one leaf (Re and Im halves share a step)."""
     if step is None:
-        s = default_step(spec.to_real(value)[: spec.size].reshape(spec.shape)
-                         if not spec.complex else onp.abs(onp.asarray(value)), method)
+        s = default_step(
+            spec.to_real(value)[: spec.size].reshape(spec.shape)
+            if not spec.complex
+            else onp.abs(onp.asarray(value)),
+            method,
+        )
     else:
         try:
             s = onp.asarray(step, dtype=float)
@@ -340,8 +348,16 @@ def fd_columns(
     cols = onp.arange(x0.size) if columns is None else onp.asarray(columns)
     exact = exact_steps(x0[cols], steps[cols], spacing[cols])
     d = directional_derivatives(
-        evaluate, x0, y0, noise, exact, columns=cols, method=method, spacing=spacing,
-        coord_eps=coord_eps, grow_to=None if grow_to is None else grow_to[cols],
+        evaluate,
+        x0,
+        y0,
+        noise,
+        exact,
+        columns=cols,
+        method=method,
+        spacing=spacing,
+        coord_eps=coord_eps,
+        grow_to=None if grow_to is None else grow_to[cols],
     )
     return d.est.T, d.err.T, d.reason.T, d.nfev + nfev, noise
 
@@ -404,9 +420,7 @@ def numeric_jacobian(
         results = []
         for k in range(len(call.selected)):
             sub = Call(call.f, call.args, call.kwargs, [call.selected[k]], True)
-            results.append(
-                _numeric_one(sub, layout, y, method, step, vectorized, executor, reseed)
-            )
+            results.append(_numeric_one(sub, layout, y, method, step, vectorized, executor, reseed))
     return call.finish(results)
 
 
@@ -424,7 +438,13 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed) ->
         evaluate = _evaluator(gmap, vectorized, executor)
         out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in layout.leaves])
         J, E, R, nfev, noise = fd_columns(
-            evaluate, x0, y0, steps, spacing, method, out_eps=out_eps,
+            evaluate,
+            x0,
+            y0,
+            steps,
+            spacing,
+            method,
+            out_eps=out_eps,
             coord_eps=coordinate_eps(call.specs),
             grow_to=typical_steps(call, method) if step is None else None,
         )

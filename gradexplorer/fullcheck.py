@@ -16,8 +16,8 @@ import numpy as onp
 from ._trace import getval, trace_jvp, trace_vjp
 from .directional import REASONS, directional_derivatives, exact_steps
 from .fd import complex_step_derivatives, fd_columns
-from .noise import NoiseModel
 from .judging import FD_SAFETY, judge, make_entry, tolerances
+from .noise import NoiseModel
 from .problem import Problem
 from .report import Blocks, CheckReport, Entry
 
@@ -99,7 +99,9 @@ def _scale_allowance(precision: float, A, N) -> onp.ndarray | float:
     if not precision:
         return 0.0
     with onp.errstate(invalid="ignore"):
-        big = onp.fmax(onp.abs(onp.where(onp.isfinite(A), A, 0.0)), onp.abs(onp.where(onp.isfinite(N), N, 0.0)))
+        big = onp.fmax(
+            onp.abs(onp.where(onp.isfinite(A), A, 0.0)), onp.abs(onp.where(onp.isfinite(N), N, 0.0))
+        )
     return precision * onp.maximum(big.max(axis=1, keepdims=True), big.max(axis=0, keepdims=True))
 
 
@@ -153,8 +155,16 @@ def _fd(p: Problem, method: str, gen):
         return y0, N, E, onp.zeros(N.shape, onp.int8), nfev + 1, NoiseModel.quiet(y0.size)
     out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
     N, E, R, nfev, noise = fd_columns(
-        p.batch, x0, y0, p.steps(method), p.spacing(), method, rng=gen, out_eps=out_eps,
-        coord_eps=p.coord_eps(), grow_to=p.grow_to(method),
+        p.batch,
+        x0,
+        y0,
+        p.steps(method),
+        p.spacing(),
+        method,
+        rng=gen,
+        out_eps=out_eps,
+        coord_eps=p.coord_eps(),
+        grow_to=p.grow_to(method),
     )
     return y0, N, E, R, nfev + 1, noise
 
@@ -230,7 +240,7 @@ def full_check(
         vague = (noise.rel[:, None] > 0) & (E > 0.5 * onp.maximum(onp.abs(N), onp.abs(A)))
         vague &= (N != 0) | (A != 0)
     E = onp.where(vague, onp.inf, E)
-    R = onp.where(vague, 4, R)
+    R = onp.where(vague & (R == 0), 4, R)
     atol_rev = atol_ + _scale_allowance(vjp_precision, A, N)
     if vjp_precision:
         # an inexact rule over an f that is itself inexact (a solver at its tolerance):
@@ -254,7 +264,10 @@ def full_check(
         num = u @ onp.where(onp.isfinite(N), N, 0.0)
         err = onp.abs(u) @ onp.where(onp.isfinite(E), E, onp.inf)
     v_lin = judge(
-        ru, num, err, rtol_rev.max(axis=0),
+        ru,
+        num,
+        err,
+        rtol_rev.max(axis=0),
         atol_
         + (vjp_precision + float(onp.max(solver_slack(noise), initial=0.0)) * bool(vjp_precision))
         * float(onp.max(onp.abs(ru), initial=0.0)),
@@ -268,8 +281,18 @@ def full_check(
                 f"{ru[j]:.6g}, u·(its unit-cotangent rows) gives {uA[j]:.6g}"
             )
             mism.append(
-                make_entry(rows, cols, -1, j, ru[j], num[j], err[j], v_lin[j],
-                           kind="linearity", verdict=verdict)
+                make_entry(
+                    rows,
+                    cols,
+                    -1,
+                    j,
+                    ru[j],
+                    num[j],
+                    err[j],
+                    v_lin[j],
+                    kind="linearity",
+                    verdict=verdict,
+                )
             )
         notes.append(
             f"the {rule_name} is not linear in its cotangent at {len(bad)} input entr"
@@ -285,16 +308,24 @@ def full_check(
             lambda d: onp.ravel(
                 onp.asarray(trace_jvp(p.F, p.vs, p.split(d), fallback=True)[1], dtype=complex)
             ),
-            n, m, gen, onp.result_type(*p.vs), eps.max(axis=1),
+            n,
+            m,
+            gen,
+            onp.result_type(*p.vs),
+            eps.max(axis=1),
         )
         ngrad += 3
-        jvp_precision = max(rule_precision(jvp_ratio, jvp_rel), vjp_precision if fallback_ops else 0.0)
+        jvp_precision = max(
+            rule_precision(jvp_ratio, jvp_rel), vjp_precision if fallback_ops else 0.0
+        )
         rtol_fwd = onp.maximum(rtol_m, jvp_precision)
         if jvp_precision and not vjp_precision:
             notes.append(_precision_note("JVP", jvp_precision, "tangent"))
         atol_fwd = atol_ + _scale_allowance(jvp_precision, onp.abs(fwd), N)
         if jvp_precision:
-            atol_fwd = atol_fwd + _scale_allowance(1.0, onp.abs(fwd), N) * solver_slack(noise)[:, None]
+            atol_fwd = (
+                atol_fwd + _scale_allowance(1.0, onp.abs(fwd), N) * solver_slack(noise)[:, None]
+            )
         Vf = judge(fwd, N, E, rtol_fwd, atol_fwd)
         only_fwd = onp.argwhere((Vf > 1) & ~(V > 1))
         for i, j in only_fwd:
@@ -307,8 +338,18 @@ def full_check(
                         "a JVP rule mishandles complex inputs"
                     )
                 mism.append(
-                    make_entry(rows, cols, i, j, a.real, N[i, j], E[i, j], Vf[i, j], kind="jvp",
-                               verdict=verdict)
+                    make_entry(
+                        rows,
+                        cols,
+                        i,
+                        j,
+                        a.real,
+                        N[i, j],
+                        E[i, j],
+                        Vf[i, j],
+                        kind="jvp",
+                        verdict=verdict,
+                    )
                 )
         if len(only_fwd):
             notes.append(
@@ -320,7 +361,10 @@ def full_check(
             num_d = onp.where(onp.isfinite(N), N, 0.0) @ d
             err_d = onp.where(onp.isfinite(E), E, onp.inf) @ onp.abs(d)
         v_jvp = judge(
-            jd, num_d, err_d, rtol_fwd.max(axis=1),
+            jd,
+            num_d,
+            err_d,
+            rtol_fwd.max(axis=1),
             atol_ + jvp_precision * float(onp.max(onp.abs(jd), initial=0.0)),
         )
         bad_rows = onp.flatnonzero((jvp_ratio > 1) & (v_jvp > 1))
@@ -333,25 +377,46 @@ def full_check(
             )
             for i in bad_rows[:50]:
                 mism.append(
-                    Entry(cols.sides[0].wrt, (), (), float(onp.real(jd[i])),
-                          float(num_d[i]), float(abs(jd[i] - num_d[i])), float(err_d[i]),
-                          f"{rows.label(int(i))} / (d·x) [fwd]", float(v_jvp[i]), int(i), -1,
-                          "JVP not linear in its tangent: a random tangent d gives "
-                          f"{onp.real(jd[i]):.6g}, the finite differences {num_d[i]:.6g}", "linearity")
+                    Entry(
+                        cols.sides[0].wrt,
+                        (),
+                        (),
+                        float(onp.real(jd[i])),
+                        float(num_d[i]),
+                        float(abs(jd[i] - num_d[i])),
+                        float(err_d[i]),
+                        f"{rows.label(int(i))} / (d·x) [fwd]",
+                        float(v_jvp[i]),
+                        int(i),
+                        -1,
+                        "JVP not linear in its tangent: a random tangent d gives "
+                        f"{onp.real(jd[i]):.6g}, the finite differences {num_d[i]:.6g}",
+                        "linearity",
+                    )
                 )
         if fallback_ops:
             notes.append(
                 "JVP rules checked for every operation except "
                 + ", ".join(fallback_ops[:6])
                 + (" ..." if len(fallback_ops) > 6 else "")
-                + ", which ha" + ("s" if len(fallback_ops) == 1 else "ve")
+                + ", which ha"
+                + ("s" if len(fallback_ops) == 1 else "ve")
                 + " none (their tangents came from their VJPs)."
             )
 
     mism.sort(key=lambda e: -e.violation if onp.isfinite(e.violation) else -onp.inf)
     unresolved = [
-        make_entry(rows, cols, i, j, A[i, j], N[i, j], E[i, j], onp.nan,
-                   verdict="unresolvable: " + REASONS[int(R[i, j]) or 3])
+        make_entry(
+            rows,
+            cols,
+            i,
+            j,
+            A[i, j],
+            N[i, j],
+            E[i, j],
+            onp.nan,
+            verdict="unresolvable: " + REASONS[int(R[i, j]) or 3],
+        )
         for i, j in onp.argwhere(onp.isnan(V))
         if (int(i), int(j)) not in kink_set
     ]
@@ -375,8 +440,9 @@ def full_check(
         judged[i, j] = -1.0
     order_idx = onp.argsort(-onp.nan_to_num(judged, posinf=onp.finfo(float).max), axis=None)[:10]
     worst = [
-        make_entry(rows, cols, *onp.unravel_index(t, V.shape), A.flat[t], N.flat[t], E.flat[t],
-                   V.flat[t])
+        make_entry(
+            rows, cols, *onp.unravel_index(t, V.shape), A.flat[t], N.flat[t], E.flat[t], V.flat[t]
+        )
         for t in order_idx
         if judged.flat[t] >= 0
     ]
@@ -417,11 +483,26 @@ def empty_report(p: Problem, method: str, order: int, mode: str) -> CheckReport:
     what = "f's output is empty" if p.m == 0 else "the selected inputs are empty"
     z = onp.zeros((p.m, p.n))
     return CheckReport(
-        passed=True, analytic=z, numeric=z, abs_err=z, rel_err=z, fd_error=z, violation=z,
-        worst=(), mismatches=(), rows=p.rows, cols=p.cols, order=order, mode=mode,
-        method=method, dtype=p.dtype, nfev=2, ngrad=0,
+        passed=True,
+        analytic=z,
+        numeric=z,
+        abs_err=z,
+        rel_err=z,
+        fd_error=z,
+        violation=z,
+        worst=(),
+        mismatches=(),
+        rows=p.rows,
+        cols=p.cols,
+        order=order,
+        mode=mode,
+        method=method,
+        dtype=p.dtype,
+        nfev=2,
+        ngrad=0,
         notes=(f"nothing to compare: {what} ({p.m} x {p.n} Jacobian).",),
-        function=p.name, not_checked=p.not_checked,
+        function=p.name,
+        not_checked=p.not_checked,
     )
 
 
@@ -480,7 +561,14 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
         for factor in (2.0**6, 2.0**12):
             steps = exact_steps(x0[columns], base * factor, spacing[columns])
             d = directional_derivatives(
-                p.batch, x0, y0, quiet, steps, columns=columns, method=method, adapt=False,
+                p.batch,
+                x0,
+                y0,
+                quiet,
+                steps,
+                columns=columns,
+                method=method,
+                adapt=False,
                 coord_eps=p.coord_eps(),
             )
             nfev += d.nfev
@@ -508,7 +596,14 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
             size = jf[t, i] or jb[t, i]
             side = "right" if jf[t, i] else "left"
             e = make_entry(
-                p.rows, p.cols, i, j, A[i, j], N[i, j], E[i, j], 0.0,
+                p.rows,
+                p.cols,
+                i,
+                j,
+                A[i, j],
+                N[i, j],
+                E[i, j],
+                0.0,
                 verdict=f"not continuous here: f jumps by about {abs(size):.3g} just {side} of x",
             )
             kinks.append(e)
@@ -521,7 +616,14 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
         r = max(rtol[i, j] if onp.ndim(rtol) else rtol, KINK_RTOL)
         if gap > FD_SAFETY * (rf[t, i] + rb[t, i]) + r * max(abs(right), abs(left)) + atol:
             e = make_entry(
-                p.rows, p.cols, i, j, A[i, j], N[i, j], E[i, j], 0.0,
+                p.rows,
+                p.cols,
+                i,
+                j,
+                A[i, j],
+                N[i, j],
+                E[i, j],
+                0.0,
                 verdict=f"not differentiable here: right derivative {right:.6g}, left {left:.6g}",
             )
             kinks.append(e)

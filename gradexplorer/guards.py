@@ -24,7 +24,7 @@ __all__ = ["guarded_call", "reseeded", "keeping_random_state"]
 def reseeded(seed: int | None) -> None:
     """Re-seed numpy's and Python's global random generators (no-op for None)."""
     if seed is not None:
-        onp.random.seed(seed)
+        onp.random.seed(seed)  # noqa: NPY002 - the global generator is the point
         random.seed(seed)
 
 
@@ -37,12 +37,12 @@ class keeping_random_state:
 
     def __enter__(self):
         if self.active:
-            self._np, self._py = onp.random.get_state(), random.getstate()
+            self._np, self._py = onp.random.get_state(), random.getstate()  # noqa: NPY002 - the global generator is the point
         return self
 
     def __exit__(self, *exc):
         if self.active:
-            onp.random.set_state(self._np)
+            onp.random.set_state(self._np)  # noqa: NPY002 - the global generator is the point
             random.setstate(self._py)
         return False
 
@@ -99,7 +99,9 @@ def guarded_call(call: Call, *, reseed: int | None = None) -> tuple[Any, OutputL
     before = _copy_call(Call(call.f, args, kwargs, [], False))
     reseeded(reseed)
     y1 = call.f(*args, **kwargs)
-    for k, (a, b) in enumerate(zip(args + list(kwargs.values()), before[0] + list(before[1].values()))):
+    for k, (a, b) in enumerate(
+        zip(args + list(kwargs.values()), before[0] + list(before[1].values()))
+    ):
         where = _first_difference(b, a)
         if where is not None:
             label = _argument_label(call, k, list(kwargs))

@@ -92,9 +92,7 @@ class Localization:
         n, skipped = len(self.nodes), len(self.unchecked)
         if self.culprit is not None:
             c = self.culprit
-            return (
-                f"culprit: {c.name} at {c.source} ({c.verdict}), operation {c.index + 1} of {n}"
-            )
+            return f"culprit: {c.name} at {c.source} ({c.verdict}), operation {c.index + 1} of {n}"
         if not n:
             return "no operation depends on the input"
         if skipped:
@@ -279,7 +277,10 @@ def _random_tangents(rec: OpRecord, gen) -> list:
         for x in leaves:
             kind = float_kind(x)
             if kind == "real":
-                tl.append(gen.standard_normal(onp.shape(x)) * max(float(onp.max(onp.abs(x), initial=0)), 1.0))
+                tl.append(
+                    gen.standard_normal(onp.shape(x))
+                    * max(float(onp.max(onp.abs(x), initial=0)), 1.0)
+                )
             elif kind == "complex":
                 z = gen.standard_normal(onp.shape(x)) + 1j * gen.standard_normal(onp.shape(x))
                 tl.append(z * max(float(onp.max(onp.abs(x), initial=0)), 1.0))
@@ -308,7 +309,13 @@ def _perturbed_args(rec: OpRecord, tangent_sets, weights):
                 new.append(x)
             else:
                 v = onp.asarray(x) + delta
-                new.append(v.astype(onp.asarray(x).dtype) if onp.ndim(x) else type(x)(v) if isinstance(x, (float, complex)) else v.astype(onp.asarray(x).dtype)[()])
+                new.append(
+                    v.astype(onp.asarray(x).dtype)
+                    if onp.ndim(x)
+                    else type(x)(v)
+                    if isinstance(x, (float, complex))
+                    else v.astype(onp.asarray(x).dtype)[()]
+                )
         args[a] = unflatten(tree, new)
     return args
 
@@ -376,13 +383,28 @@ def _check_op(rec: OpRecord, tangent_sets, gen) -> tuple[str, float]:
         return "not checked: its inputs do not move with f's input", onp.nan
     # scale the tangents to a step of ~2^-8 of the arguments' size
     K = len(tangent_sets)
-    arg_scale = max(
-        (float(onp.max(onp.abs(leaf), initial=0.0)) for a in rec.argnums for leaf in _float_leaves(rec.args[a])),
-        default=1.0,
-    ) or 1.0
+    arg_scale = (
+        max(
+            (
+                float(onp.max(onp.abs(leaf), initial=0.0))
+                for a in rec.argnums
+                for leaf in _float_leaves(rec.args[a])
+            ),
+            default=1.0,
+        )
+        or 1.0
+    )
     scaled = []
     for tans in tangent_sets:
-        tmax = max((float(onp.max(onp.abs(t), initial=0.0)) for _, tl in tans for t in tl if t is not None), default=0.0)
+        tmax = max(
+            (
+                float(onp.max(onp.abs(t), initial=0.0))
+                for _, tl in tans
+                for t in tl
+                if t is not None
+            ),
+            default=0.0,
+        )
         c = arg_scale / tmax if tmax > 0 else 0.0
         scaled.append([(tree, [None if t is None else t * c for t in tl]) for tree, tl in tans])
     y0 = onp.concatenate([_real(v) for v in out_leaves])
@@ -392,7 +414,11 @@ def _check_op(rec: OpRecord, tangent_sets, gen) -> tuple[str, float]:
         for w in E:
             y = op_eval(rec, _perturbed_args(rec, scaled, w))
             leaves = _float_leaves(y)
-            rows.append(onp.concatenate([_real(v) for v in leaves]) if leaves else onp.full(y0.size, onp.nan))
+            rows.append(
+                onp.concatenate([_real(v) for v in leaves])
+                if leaves
+                else onp.full(y0.size, onp.nan)
+            )
         return onp.asarray(rows, dtype=float)
 
     x0 = onp.zeros(K)
@@ -401,7 +427,9 @@ def _check_op(rec: OpRecord, tangent_sets, gen) -> tuple[str, float]:
     eps = _eps_of(rec.value)
     try:
         with onp.errstate(all="ignore"):
-            N, E, R, _, _ = fd_columns(evaluate, x0, y0, steps, spacing, "richardson", out_eps=eps, rng=gen)
+            N, E, R, _, _ = fd_columns(
+                evaluate, x0, y0, steps, spacing, "richardson", out_eps=eps, rng=gen
+            )
     except Exception as exc:
         return f"not checked: it fails on nearby inputs ({type(exc).__name__})", onp.nan
     rt = RTOL_ULPS * max(eps, max(_eps_of(rec.args[a]) for a in rec.argnums))
@@ -428,13 +456,28 @@ def _check_op(rec: OpRecord, tangent_sets, gen) -> tuple[str, float]:
         judged = True
         worst = max(worst, v)
     if not judged:
-        return "not checked: finite differences cannot resolve it here (kink, jump or noise)", onp.nan
+        return (
+            "not checked: finite differences cannot resolve it here (kink, jump or noise)",
+            onp.nan,
+        )
     if worst > 1:
         return "wrong VJP", worst
     # forward mode, where a rule exists
     for k, tans in enumerate(scaled):
         try:
-            jv = op_jvp(rec, [unflatten(tree, [onp.zeros_like(x) if t is None else t for x, t in zip(flatten(rec.args[a])[0], tl)]) for a, (tree, tl) in zip(rec.argnums, tans)])
+            jv = op_jvp(
+                rec,
+                [
+                    unflatten(
+                        tree,
+                        [
+                            onp.zeros_like(x) if t is None else t
+                            for x, t in zip(flatten(rec.args[a])[0], tl)
+                        ],
+                    )
+                    for a, (tree, tl) in zip(rec.argnums, tans)
+                ],
+            )
         except NotImplementedError:
             break
         except Exception:
@@ -447,7 +490,9 @@ def _check_op(rec: OpRecord, tangent_sets, gen) -> tuple[str, float]:
         if jr.size != ok.size:
             break
         with onp.errstate(all="ignore"):
-            v = onp.abs(jr - N[:, k]) / (FD_SAFETY * E[:, k] + rt * onp.abs(jr) + onp.finfo(float).tiny)
+            v = onp.abs(jr - N[:, k]) / (
+                FD_SAFETY * E[:, k] + rt * onp.abs(jr) + onp.finfo(float).tiny
+            )
         vmax = float(onp.max(v[ok], initial=0.0))
         if vmax > 1:
             verdict = "wrong JVP"
@@ -524,7 +569,9 @@ def locate(
         except Exception as exc:  # an operation the checker cannot evaluate on its own
             verdict, err = f"not checked: {type(exc).__name__}: {exc}"[:120], onp.nan
         source, code = _source(rec)
-        report = _culprit_report(rec, gen) if verdict.startswith("wrong") and culprit is None else None
+        report = (
+            _culprit_report(rec, gen) if verdict.startswith("wrong") and culprit is None else None
+        )
         node = OpNode(
             rec.index,
             rec.name,

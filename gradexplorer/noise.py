@@ -186,11 +186,20 @@ def probe_noise(
     """f's :class:`NoiseModel` near x0, from probes at two spacings."""
     gen = rng if isinstance(rng, onp.random.Generator) else onp.random.default_rng(rng)
     coarse, n1, mag = estimate_noise(
-        evaluate, x0, onp.maximum(steps * COARSE, 64 * spacing), rng=gen, y0=y0,
-        magnitude=True, directions=directions,
+        evaluate,
+        x0,
+        onp.maximum(steps * COARSE, 64 * spacing),
+        rng=gen,
+        y0=y0,
+        magnitude=True,
+        directions=directions,
     )
     fine, n2 = estimate_noise(
-        evaluate, x0, onp.maximum(steps * FINE, 64 * spacing), rng=gen, y0=y0,
+        evaluate,
+        x0,
+        onp.maximum(steps * FINE, 64 * spacing),
+        rng=gen,
+        y0=y0,
         directions=directions,
     )
     # rounding scales with |f| around the point, not at it: outputs that cross

@@ -36,7 +36,7 @@ def as_rng(rng: Any) -> onp.random.Generator:
     if isinstance(rng, onp.random.RandomState):
         return onp.random.default_rng(rng.randint(0, 2**31 - 1))
     if rng is onp.random:  # the module itself, as Theano-era code passes it
-        return onp.random.default_rng(onp.random.randint(0, 2**31 - 1))
+        return onp.random.default_rng(onp.random.randint(0, 2**31 - 1))  # noqa: NPY002 - the global generator is the point
     raise TypeError(
         f"rng must be a numpy Generator, a RandomState or an int seed; got {type(rng).__name__}."
     )

@@ -214,7 +214,9 @@ class CheckReport:
         m, n = self.shape
         parts = [_plural(len(self.mismatches), "wrong entry", "wrong entries")]
         if self.unresolved:
-            parts.append(_plural(len(self.unresolved), "unresolvable entry", "unresolvable entries"))
+            parts.append(
+                _plural(len(self.unresolved), "unresolvable entry", "unresolvable entries")
+            )
         if self.kinks:
             parts.append(_plural(len(self.kinks), "kink", "kinks"))
         if self.not_checked:
@@ -289,7 +291,9 @@ class CheckReport:
             for h in ("entry", "analytic", "numeric", "|diff|", "FD error", "violation", "verdict")
         )
         notes = [html.escape(n) for n in self.notes]
-        notes += [f"not checked: {html.escape(lb)} ({html.escape(r)})" for lb, r in self.not_checked]
+        notes += [
+            f"not checked: {html.escape(lb)} ({html.escape(r)})" for lb, r in self.not_checked
+        ]
         items = "".join(f"<li>{n}</li>" for n in notes)
         return (
             f"<div>{badge} <code>{html.escape(self._headline())}</code>"

@@ -106,7 +106,9 @@ def _differences(scheme: Scheme, F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray
     off = onp.array(scheme.offsets)
     hk = h[:, None]
     if off.size >= 4 and off[1] == -off[0]:  # central pairs (x + s h, x - s h)
-        return [(F[:, 2 * q] - F[:, 2 * q + 1]) / (2 * off[2 * q] * hk) for q in range(off.size // 2)]
+        return [
+            (F[:, 2 * q] - F[:, 2 * q + 1]) / (2 * off[2 * q] * hk) for q in range(off.size // 2)
+        ]
     return [(F[:, q] - y0[None, :]) / (off[q] * hk) for q in range(off.size)]
 
 
@@ -144,15 +146,17 @@ def combine(
             da, db = D[0] - D[1], D[2] - D[3]
             la, lb = onp.array(scheme.lead_a), onp.array(scheme.lead_b)
             target = RATIO**2 * da
-            lead_noise = CONSISTENCY_SIGMAS * sig * float(
-                onp.sqrt(((lb - RATIO**2 * la) ** 2).sum())
-            ) / hk + 2 * arithmetic
+            lead_noise = (
+                CONSISTENCY_SIGMAS * sig * float(onp.sqrt(((lb - RATIO**2 * la) ** 2).sum())) / hk
+                + 2 * arithmetic
+            )
             # the leading differences must scale like h² wherever they stand above noise
             consistent &= onp.abs(db - target) <= MODEL_SLACK * onp.abs(target) + lead_noise
             # and the two families must agree once the h⁴ term is accounted for
-            pair_noise = CONSISTENCY_SIGMAS * sig * float(
-                onp.sqrt(((w - wa) ** 2).sum())
-            ) / hk + 2 * arithmetic
+            pair_noise = (
+                CONSISTENCY_SIGMAS * sig * float(onp.sqrt(((w - wa) ** 2).sum())) / hk
+                + 2 * arithmetic
+            )
             gap = onp.abs(est - alt)
             consistent &= gap <= onp.abs(da) + pair_noise
             trunc = onp.where(consistent, trunc, gap + onp.abs(da))

@@ -69,8 +69,14 @@ def step_sweep(
     zero_noise = onp.zeros(y0.size)
     for method in ("forward", "central", "richardson"):
         d = directional_derivatives(
-            gmap.batch, x0, y0, zero_noise, steps,
-            columns=onp.full(steps.size, col), method=method, adapt=False,
+            gmap.batch,
+            x0,
+            y0,
+            zero_noise,
+            steps,
+            columns=onp.full(steps.size, col),
+            method=method,
+            adapt=False,
         )
         errors[method] = onp.abs(d.est[:, row] - analytic)
         chosen[method] = float(_default(x0, method, col))

@@ -9,7 +9,6 @@ import ipywidgets as W
 import numpy as onp
 
 from . import plot as P
-from ._args import param_label
 from .complex import complex_blocks
 from .jacobians import hessian
 from .sweep import step_sweep
@@ -27,62 +26,55 @@ FIGSIZE = {
 }
 
 
-def point_sliders(f: Callable, args: tuple, argnums: tuple) -> list:
-    """One slider per real coordinate of the selected inputs (Re and Im for complex)."""
+def point_sliders(call) -> list:
+    """One slider per real coordinate of the selected inputs' leaves (Re and Im
+    for complex), labelled by path: ``params[0][1][2]``, ``Re z[0]``."""
     sliders = []
-    for i in argnums:
-        x = onp.asarray(args[i])
-        for k, v in enumerate(x.ravel()):
-            parts = (("Re ", v.real), ("Im ", v.imag)) if onp.iscomplexobj(x) else (("", v),)
-            for part, val in parts:
-                span = 3 * max(abs(float(val)), 1.0)
-                sliders.append(
-                    W.FloatSlider(
-                        value=float(val),
-                        min=-span,
-                        max=span,
-                        step=span / 200,
-                        description=f"{part}{param_label(f, i)}{'' if x.ndim == 0 else f'[{k}]'}",
-                        continuous_update=False,
-                        readout_format=".3g",
-                    )
+    for spec, value in zip(call.specs, call.values):
+        real = spec.to_real(value)
+        for k, val in enumerate(real):
+            span = 3 * max(abs(float(val)), 1.0)
+            sliders.append(
+                W.FloatSlider(
+                    value=float(val),
+                    min=-span,
+                    max=span,
+                    step=span / 200,
+                    description=spec.label(k),
+                    continuous_update=False,
+                    readout_format=".3g",
+                    style={"description_width": "initial"},
                 )
+            )
     return sliders
 
 
-def point_from(
-    base_args: tuple, argnums: tuple, slider_values: list, seed: int, scale: float, dtype_name: str
-) -> tuple:
+def point_from(call, slider_values: list, seed: int, scale: float, dtype_name: str) -> tuple:
     """The point the controls describe: slider values, else a seeded normal draw times
-    ``scale`` (seed 0 keeps the starting point, scaled), cast to the chosen dtype."""
-    args = list(base_args)
-    dtype = onp.float32 if dtype_name == "float32" else onp.float64
-    cdtype = onp.complex64 if dtype is onp.float32 else onp.complex128
-    if slider_values:
-        values = iter(slider_values)
-        for i in argnums:
-            x = onp.asarray(args[i])
-            if onp.iscomplexobj(x):
-                flat = [complex(next(values), next(values)) for _ in range(x.size)]
-            else:
-                flat = [next(values) for _ in range(x.size)]
-            args[i] = onp.asarray(flat).reshape(x.shape)
-    elif seed != 0 or scale != 1.0:
-        rng = onp.random.default_rng(seed)
-        for i in argnums:
-            x = onp.asarray(args[i])
-            new = rng.standard_normal(x.shape)
-            if onp.iscomplexobj(x):
-                new = new + 1j * rng.standard_normal(x.shape)
-            args[i] = scale * (new if seed != 0 else x)
-    for i in argnums:
-        x = onp.asarray(args[i])
-        args[i] = x.astype(cdtype if onp.iscomplexobj(x) else dtype)
-    return tuple(args)
+    ``scale`` (seed 0 keeps the starting point, scaled), cast to the chosen dtype.
+
+    Returns ``(args, kwargs)`` with the selected leaves replaced, the structure kept.
+    """
+    real = onp.float32 if dtype_name == "float32" else onp.float64
+    values = iter(slider_values)
+    rng = onp.random.default_rng(seed)
+    leaves = []
+    for spec, value in zip(call.specs, call.values):
+        r = spec.to_real(value).astype(float)
+        if slider_values:
+            r = onp.array([next(values) for _ in range(r.size)])
+        elif seed != 0:
+            r = scale * rng.standard_normal(r.size)
+        else:
+            r = scale * r
+        dtype = onp.result_type(real, onp.complex64) if spec.complex else real
+        new = onp.asarray(spec.from_real(r)).astype(dtype)
+        leaves.append(spec.pytype(new) if spec.pytype is not None else new)
+    return call.rebuild_plain(leaves)
 
 
 def draw_view(
-    name: str, fig, art, r, f: Callable, args: tuple, argnums: tuple, entry: tuple, wrt: Any
+    name: str, fig, art, r, f: Callable, args: tuple, argnums: Any, entry: tuple, wrt: Any
 ):
     """Update view ``name``'s artists in place (or draw it afresh); return the artists."""
     if name == "Jacobian":

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from . import gallery
 from . import plot as P
-from ._args import param_label, resolve_wrt
+from ._args import bind_call, output_layout
 from .check import check_grads
 from .fd import METHODS
 from .widget_html import badge_html, entry_html, error_html, worst_html
@@ -177,28 +177,29 @@ class Explorer(W.VBox):
         self.refresh()
 
     def _setup(self, f, args, wrt):
-        argnums, _ = resolve_wrt(f, wrt, len(args))
-        self.argnums = argnums
-        names = [param_label(f, i) for i in argnums]
+        call = bind_call(f, args, {}, wrt, constants_ok=True)
+        self.call = call
+        self.argnums = tuple(sel.slot for sel in call.selected)
+        names = [sel.name for sel in call.selected]
         with self.hold_trait_notifications():
             self.block.options = (["all inputs"] + names) if len(names) > 1 else names
             self.block.value = self.block.options[0]
-        sizes = [onp.size(args[i]) * (2 if onp.iscomplexobj(args[i]) else 1) for i in argnums]
         self.point_sliders = []
-        if sum(sizes) <= MAX_SLIDERS:
-            self.point_sliders = point_sliders(f, args, argnums)
+        if sum(s.real_size for s in call.specs) <= MAX_SLIDERS:
+            self.point_sliders = point_sliders(call)
             for slider in self.point_sliders:
                 slider.observe(self._on_change, "value")
             self.point_box.children = self.point_sliders
         else:
             self.point_box.children = [W.HBox([self.scale, self.seed, self.resample])]
-        y = f(*args)
-        any_complex = onp.iscomplexobj(y) or any(onp.iscomplexobj(args[i]) for i in argnums)
-        scalar = onp.ndim(y) == 0 and not isinstance(y, (list, tuple)) and not any_complex
+        layout = output_layout(f(*args))
+        any_complex = any(s.complex for s in layout.leaves + call.specs)
+        one_array = len(call.specs) == 1 and call.selected[0].tree.is_leaf
+        scalar = layout.tree.is_leaf and layout.leaves[0].shape == () and not any_complex
         views = ["Jacobian", "Check"]
-        if any_complex:
+        if any_complex and one_array and layout.tree.is_leaf:
             views.append("Complex blocks")
-        if scalar and len(argnums) == 1:
+        if scalar and one_array:
             views.append("Hessian")
         views += ["Step sweep", "Where"]
         self._install_views(views)
@@ -238,14 +239,14 @@ class Explorer(W.VBox):
 
     def current_args(self) -> tuple:
         """The point the controls describe, in the chosen dtype."""
-        return point_from(
-            self.base_args,
-            self.argnums,
+        args, _ = point_from(
+            self.call,
             [s.value for s in self.point_sliders],
             self.seed.value,
             self.scale.value,
             self.dtype.value,
         )
+        return tuple(args)
 
     def _selected_wrt(self):
         if self.block.value == "all inputs" or len(self.argnums) == 1:
