@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
 
 import gradexplorer as gx  # noqa: E402
-from gradexplorer.tree import flatten, unflatten  # noqa: E402
+from gradexplorer.core.tree import flatten, unflatten  # noqa: E402
 
 
 def cases():

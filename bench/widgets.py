@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _util import table  # noqa: E402
 
 import gradexplorer as gx  # noqa: E402
-from gradexplorer import plot as P  # noqa: E402
+from gradexplorer.display import plots as P  # noqa: E402
 
 
 def current_rss_mb() -> float:

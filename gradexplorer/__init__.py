@@ -11,26 +11,42 @@ array([2., 4.])
 
 from __future__ import annotations
 
-from autograd.extend import defjvp, defvjp, primitive
-
-from . import gallery, testing, tree
+from . import gallery
 from .ad import (
     DISCONNECTED,
+    ComplexBlocks,
     DisconnectedType,
+    Lop,
+    Rop,
+    cauchy_riemann_residual,
+    complex_blocks,
+    defjvp,
+    defvjp,
+    format_as,
     grad,
+    grad_not_implemented,
+    grad_undefined,
     gradient_function,
+    hessian,
+    hvp,
+    jacobian,
+    primitive,
+    real_jacobian,
     value_and_grad,
     value_and_gradients_function,
 )
-from .check import check_grads
-from .classic import (
+from .check import (
+    CheckReport,
+    Entry,
     abs_rel_err,
+    check_grads,
     compute_gradient,
     compute_gradient_error,
     numeric_grad,
+    testing,
     verify_grad,
 )
-from .complex import ComplexBlocks, cauchy_riemann_residual, complex_blocks
+from .core import tree
 from .errors import (
     DisconnectedInputError,
     DisconnectedInputWarning,
@@ -44,22 +60,21 @@ from .errors import (
     NullTypeGradError,
 )
 from .fd import FDResult, default_step, numeric_jacobian
-from .jacobians import hessian, hvp, jacobian, real_jacobian
 from .locate import Localization, locate
-from .nullgrad import grad_not_implemented, grad_undefined
-from .products import Lop, Rop, format_as
-from .report import CheckReport, Entry
 
 __version__ = "0.1.0"
 
+#: Display names, loaded on first use so that ``import gradexplorer`` loads no
+#: matplotlib or ipywidgets.
 _LAZY = {
-    "explore": "widgets",
-    "Explorer": "widgets",
-    "plot_jacobian": "plot",
-    "plot_check": "plot",
-    "plot_hessian": "plot",
-    "plot_complex_blocks": "plot",
-    "plot_step_sweep": "plot",
+    "explore": "explorer",
+    "Explorer": "explorer",
+    "plot_jacobian": "display",
+    "plot_check": "display",
+    "plot_hessian": "display",
+    "plot_complex_blocks": "display",
+    "plot_step_sweep": "display",
+    "plot_localization": "display",
 }
 
 

@@ -102,8 +102,8 @@ def _point(shapes, complex_, seed):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from .check import check_grads
-    from .locate import locate
+    from .check.api import check_grads
+    from .locate.localize import locate
 
     try:
         f = load_function(args.target)

@@ -230,7 +230,7 @@ def test_grad_complex_convention_is_autograds_conjugate():
 
 
 def test_jacobian_mode_auto_uses_forward_for_tall(monkeypatch):
-    from gradexplorer import jacobians
+    from gradexplorer.ad import jacobians
 
     calls = []
     monkeypatch.setattr(jacobians, "_forward", lambda *a: calls.append("fwd") or [np.zeros(1)])

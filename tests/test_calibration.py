@@ -10,7 +10,7 @@ import pytest
 
 import gradexplorer as gx
 from gradexplorer import gallery
-from gradexplorer.judging import FD_SAFETY
+from gradexplorer.check.judging import FD_SAFETY
 
 
 def _cases():

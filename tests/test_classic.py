@@ -6,7 +6,7 @@ import pytest
 from corpus import CASES
 
 import gradexplorer as gx
-from gradexplorer.testing import assert_grads
+from gradexplorer.check.testing import assert_grads
 
 
 def test_compute_gradient_layout_is_x_rows_y_columns():

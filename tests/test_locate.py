@@ -66,7 +66,7 @@ def test_localization_text_html_and_plot(tmp_path):
     assert "fde2d0" in loc._repr_html_()
     fig = loc.plot()
     assert "culprit: mix" in fig.axes[0].get_title()
-    from gradexplorer.plot import figure_png
+    from gradexplorer.display import figure_png
 
     (tmp_path / "locate.png").write_bytes(figure_png(fig))
 

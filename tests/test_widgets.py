@@ -174,7 +174,7 @@ def test_where_view_names_the_culprit(explorer, tmp_path):
 def test_heatmap_keeps_a_fitting_scale_and_blits():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from gradexplorer import plot as P
+    from gradexplorer.display import plots as P
 
     fig = Figure()
     FigureCanvasAgg(fig)

@@ -1,0 +1,308 @@
+"""Dense derivative matrices: jacobian, real_jacobian, hessian, hvp.
+
+Math layout everywhere: ``jacobian`` is ``out.shape + in.shape`` (for nested
+inputs and outputs: the output's structure, each leaf holding the input's
+structure of blocks, as jax does); the realified ``real_jacobian`` is 2-D
+with rows ``[Re y; Im y]`` and columns ``[Re x; Im x]`` (a real side has no
+Im half), leaves stacked in order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as onp
+
+from ..backends.autograd import getval, trace_jvp, trace_vjp
+from ..core.calls import Call, check_callable
+from ..core.outputs import OutputLayout, check_jacobian_size, output_layout
+from ..core.tree import unflatten
+from .operators import grad, prepare_call, warn_nonfinite
+
+__all__ = ["jacobian", "real_jacobian", "hessian", "hvp", "dense_jacobian", "realified"]
+
+_MODES = ("auto", "rev", "fwd")
+
+
+def dense_jacobian(
+    F: Callable, vs: Sequence, mode: str = "auto"
+) -> tuple[onp.ndarray, list[onp.ndarray]]:
+    """2-D Jacobians ``(m, size_k)`` of a function of real vectors returning one
+    real vector, one per argument ``vs[k]``.
+
+    Reverse mode traces once and runs one backward pass per output element;
+    forward mode runs one pass per input element. ``auto`` picks the cheaper
+    and falls back to reverse mode when an operation has no forward rule.
+    Returns ``(value, [J_0, J_1, ...])``.
+    """
+    vs = list(vs)
+    y = onp.asarray(getval(F(*vs)))
+    m = y.size
+    sizes = [onp.size(v) for v in vs]
+    dtype = onp.result_type(y, *vs, onp.float16)
+    check_jacobian_size(m, sum(sizes), dtype.itemsize)
+    use_fwd = mode == "fwd" or (mode == "auto" and sum(sizes) < m)
+    if use_fwd:
+        try:
+            return y, _forward(F, vs, sizes, m, dtype)
+        except NotImplementedError as exc:
+            if mode == "fwd":
+                raise NotImplementedError(
+                    f"forward mode needs a JVP rule for every operation: {exc}. "
+                    "Use mode='rev', or mode='auto', which falls back to reverse mode."
+                ) from exc
+    return y, _reverse(F, vs, sizes, y, dtype)
+
+
+def _reverse(F, vs, sizes, y, dtype):
+    tr = trace_vjp(F, vs)
+    m = y.size
+    jacs = [onp.zeros((m, n), dtype) for n in sizes]
+    basis = onp.zeros(m, y.dtype)
+    for row in range(m):
+        basis[row] = 1
+        g = basis.reshape(y.shape) if y.ndim else basis[0]
+        for J, gx in zip(jacs, tr.backward(g)):
+            J[row] = onp.ravel(gx)
+        basis[row] = 0
+    return jacs
+
+
+def _forward(F, vs, sizes, m, dtype):
+    jacs = []
+    zeros = [onp.zeros_like(v) for v in vs]
+    for k, (v, n) in enumerate(zip(vs, sizes)):
+        J = onp.zeros((m, n), dtype)
+        basis = onp.zeros(n, onp.asarray(v).dtype)
+        for col in range(n):
+            basis[col] = 1
+            tangents = list(zeros)
+            tangents[k] = basis.reshape(onp.shape(v)) if onp.ndim(v) else basis[0]
+            _, jv, _ = trace_jvp(F, vs, tangents)
+            J[:, col] = onp.ravel(jv)
+            basis[col] = 0
+        jacs.append(J)
+    return jacs
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {list(_MODES)}; got {mode!r}.")
+
+
+def realified(call: Call, layout: OutputLayout) -> tuple[Callable, list]:
+    """f as a function of one real vector per leaf, returning one real vector."""
+    specs = call.specs
+
+    def F(*vs):
+        leaves = [s.from_real(v, np=anp) for s, v in zip(specs, vs)]
+        return layout.realify(call(*leaves), np=anp)
+
+    return F, [s.to_real(v) for s, v in zip(specs, call.values)]
+
+
+def _blocks_by_argument(call: Call, mats: list) -> list[list]:
+    """Group per-leaf matrices into one list per selected argument."""
+    it = iter(mats)
+    return [[next(it) for s in sel.specs if s is not None] for sel in call.selected]
+
+
+def _structure(call: Call, layout: OutputLayout, blocks: list, make) -> list:
+    """Per selected argument: the output's structure, each output leaf holding
+    the argument's structure of ``make(out_spec, in_spec, rows_of_block)``."""
+    out = []
+    row_starts = onp.cumsum([0] + [s.real_size for s in layout.leaves])
+    for sel, mats in zip(call.selected, _blocks_by_argument(call, blocks)):
+        in_specs = [s for s in sel.specs if s is not None]
+        per_output = []
+        k_out = 0
+        for ospec in layout.specs:
+            if ospec is None:
+                per_output.append(None)
+                continue
+            r0, r1 = row_starts[k_out], row_starts[k_out + 1]
+            k_out += 1
+            inner = iter([make(ospec, ispec, J[r0:r1]) for ispec, J in zip(in_specs, mats)])
+            leaves = [next(inner) if s is not None else None for s in sel.specs]
+            per_output.append(unflatten(sel.tree, leaves))
+        out.append(unflatten(layout.tree, per_output))
+    return out
+
+
+def jacobian(
+    f: Callable, wrt: Any = 0, *, mode: str = "auto", holomorphic: bool = False
+) -> Callable:
+    """Jacobian of f, shaped ``out.shape + in.shape``.
+
+    Parameters
+    ----------
+    f : callable
+        Returns an array, or a list / tuple / dict of arrays.
+    wrt : int, str or sequence of them
+        Argument(s) to differentiate; a sequence gives a tuple of Jacobians.
+        A nested argument gives its own structure of blocks; a structured
+        output gives its structure, each leaf holding the blocks (jax's layout).
+    mode : {"auto", "rev", "fwd"}
+        Reverse mode costs one backward pass per output element, forward mode
+        one forward pass per input element. ``auto`` picks forward mode when
+        the inputs have fewer elements than the output.
+    holomorphic : bool
+        Needed when any side is complex: then the result is the complex
+        derivative dy/dz (exact only for holomorphic f: it is the derivative
+        along the real axis). Use :func:`real_jacobian` for any complex f.
+
+    Returns
+    -------
+    callable
+        ``jac_f(*args, **kwargs)``.
+
+    Examples
+    --------
+    >>> import autograd.numpy as anp
+    >>> jacobian(lambda x: anp.array([x[0] * x[1], anp.sin(x[0])]))(anp.array([0.0, 2.0]))
+    array([[2., 0.],
+           [1., 0.]])
+    >>> jacobian(lambda z: z**2, holomorphic=True)(anp.array([1j]))
+    array([[0.+2.j]])
+    >>> J = jacobian(lambda p: (p[0] * p[1], p[0]))([anp.ones(2), 3.0])
+    >>> J[0][1], J[1][0]
+    (array([1., 1.]), array([[1., 0.],
+           [0., 1.]]))
+    """
+    check_callable(f)
+    _check_mode(mode)
+
+    @functools.wraps(f)
+    def jac_f(*args, **kwargs):
+        call = prepare_call(f, wrt, args, kwargs)
+        y0 = call(*call.values)
+        warn_nonfinite(y0)
+        layout = output_layout(y0)
+        any_complex = any(s.complex for s in layout.leaves + call.specs)
+        if any_complex and not holomorphic:
+            raise TypeError(
+                "jacobian of a function with complex inputs or outputs needs "
+                "holomorphic=True (then it returns dy/dz). For any complex function, "
+                "holomorphic or not, use gx.real_jacobian(f), which gives the real "
+                "Jacobian of its real and imaginary parts."
+            )
+        F, vs = realified(call, layout)
+        _, mats = dense_jacobian(F, vs, mode)
+
+        def block(ospec, ispec, J):
+            if not (ospec.complex or ispec.complex):
+                return J.reshape(ospec.shape + ispec.shape)
+            d_re_x = J[:, : ispec.size]  # derivative along the real axis of the input
+            n = ospec.size
+            dz = d_re_x[:n] + (1j * d_re_x[n:] if ospec.complex else 0)
+            return dz.reshape(ospec.shape + ispec.shape)
+
+        return call.finish(_structure(call, layout, mats, block))
+
+    return jac_f
+
+
+def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
+    """The 2-D real Jacobian of the realified map, for any mix of real and complex sides.
+
+    Rows are ``[Re y.ravel(); Im y.ravel()]``, columns ``[Re x.ravel(); Im x.ravel()]``;
+    a real side has no Im half; the leaves of nested outputs (rows) and of a
+    nested argument (columns) are stacked in order. Works where
+    ``autograd.jacobian`` crashes (complex outputs) and does not depend on any
+    complex-gradient convention.
+
+    Examples
+    --------
+    >>> import autograd.numpy as anp
+    >>> real_jacobian(lambda z: anp.conj(z))(anp.array([1.0 + 1.0j]))
+    array([[ 1.,  0.],
+           [ 0., -1.]])
+    """
+    check_callable(f)
+    _check_mode(mode)
+
+    @functools.wraps(f)
+    def real_jac_f(*args, **kwargs):
+        call = prepare_call(f, wrt, args, kwargs)
+        y0 = call(*call.values)
+        layout = output_layout(y0)
+        F, vs = realified(call, layout)
+        y, mats = dense_jacobian(F, vs, mode)
+        warn_nonfinite(y0)
+        per_arg = [
+            onp.hstack(ms) if len(ms) > 1 else ms[0] for ms in _blocks_by_argument(call, mats)
+        ]
+        return call.finish(per_arg)
+
+    return real_jac_f
+
+
+def hessian(f: Callable, wrt: Any = 0) -> Callable:
+    """Hessian of a real scalar function, shaped ``in.shape + in.shape``.
+
+    A sequence ``wrt`` gives the tuple of diagonal blocks ``d²f/dx_i²``; a
+    nested argument gives its structure of its structure of blocks.
+
+    >>> import autograd.numpy as anp
+    >>> hessian(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    check_callable(f)
+
+    @functools.wraps(f)
+    def hess_f(*args, **kwargs):
+        call = prepare_call(f, wrt, args, kwargs)
+        out = []
+        for sel in call.selected:
+            g = grad(f, sel.slot, disconnected_inputs="ignore")
+            out.append(jacobian(g, sel.slot, mode="rev")(*args, **kwargs))
+        return call.finish(out)
+
+    return hess_f
+
+
+def hvp(f: Callable, wrt: int | str = 0) -> Callable:
+    """Hessian-vector product ``fn(*args, v) -> H v`` without forming H.
+
+    ``v`` has the structure of the differentiated argument.
+
+    >>> import autograd.numpy as anp
+    >>> hvp(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]), anp.array([1.0, 1.0]))
+    array([ 6., 12.])
+    """
+    check_callable(f)
+
+    def hvp_f(*args, **kwargs):
+        if not args:
+            raise TypeError("hvp's function takes f's arguments followed by the vector v.")
+        *fargs, v = args
+        call = prepare_call(f, wrt, tuple(fargs), kwargs)
+        if not call.single:
+            raise ValueError("hvp differentiates one argument; pass a single int or name.")
+        sel = call.selected[0]
+        vcall = prepare_call(lambda v: v, 0, (v,), {})
+        if vcall.selected[0].tree != sel.tree or [s.shape for s in vcall.specs] != [
+            s.shape for s in call.specs
+        ]:
+            raise ValueError(
+                f"v must be shaped like the input {sel.name}: it has shapes "
+                f"{[s.shape for s in vcall.specs]} ({vcall.selected[0].tree.describe()}), the "
+                f"input {[s.shape for s in call.specs]} ({sel.tree.describe()}). Pass a "
+                "vector shaped like the input."
+            )
+        vleaves = vcall.values
+        g = grad(f, sel.slot, disconnected_inputs="ignore")
+
+        def gv(*a, **k):
+            from ..core.tree import flatten
+
+            gl, _ = flatten(g(*a, **k))
+            return sum(anp.sum(gi * vi) for gi, vi in zip(gl, vleaves))
+
+        return grad(gv, sel.slot, disconnected_inputs="ignore")(*fargs, **kwargs)
+
+    return hvp_f

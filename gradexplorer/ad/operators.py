@@ -1,0 +1,413 @@
+"""Reverse-mode operators: grad, value_and_grad, gradient_function and
+disconnected inputs (autograd backend). Lop/Rop live in ``products``, null
+gradients in ``nullgrad``.
+
+Functions are written with ``autograd.numpy``. Arguments and outputs may be
+nested lists / tuples / dicts of arrays; gradients come back in the
+argument's own structure. Complex inputs follow autograd's convention: for a
+real-valued ``L(z)``, ``grad`` returns ``dL/dRe z - i dL/dIm z``, the
+*conjugate* of what torch and TensorFlow return (``dL/dRe z + i dL/dIm z``);
+both are ``2 dL/dz`` or ``2 dL/dz*`` in Wirtinger terms. Use
+:func:`gradexplorer.real_jacobian` for the convention-free answer.
+
+>>> import autograd.numpy as anp
+>>> grad(lambda z: anp.abs(z) ** 2)(1.0 + 2.0j)   # torch would give (2+4j)
+(2-4j)
+>>> grad(lambda p: anp.sum(p["w"] ** 2) + p["b"])({"w": anp.array([1.0, 2.0]), "b": 0.5})
+{'w': array([2., 4.]), 'b': 1.0}
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as onp
+from autograd.extend import defjvp, defvjp, primitive
+
+from ..backends import autograd as _backend
+from ..backends.autograd import getval, trace_vjp
+from ..core.calls import Call, bind_call, check_callable, has_var_positional, parameter_names
+from ..core.outputs import nonfinite_summary as _nonfinite
+from ..core.tree import flatten, float_kind, leaf_of, unflatten
+from ..errors import DisconnectedInputError, DisconnectedInputWarning, NonFiniteWarning
+
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "value_and_gradients_function",
+    "gradient_function",
+    "DisconnectedType",
+    "DISCONNECTED",
+    "primitive",
+    "defvjp",
+    "defjvp",
+]
+
+_DISCONNECTED_CHOICES = ("raise", "warn", "ignore")
+_RETURN_CHOICES = ("zero", "none", "disconnected")
+
+
+class DisconnectedType:
+    """Marker returned for an input the output does not depend on.
+
+    It stands for a zero that is zero *because* of disconnection.
+
+    >>> DISCONNECTED
+    <disconnected>
+    """
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<disconnected>"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+DISCONNECTED = DisconnectedType()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _choice(value: str, choices: Sequence[str], what: str) -> None:
+    if value not in choices:
+        raise ValueError(f"{what} must be one of {list(choices)}; got {value!r}.")
+
+
+def prepare_call(f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:
+    """Bind, select and validate the differentiated arguments (strictly: every
+    leaf of a selected argument must be float or complex)."""
+    return bind_call(f, args, kwargs, wrt, constants_ok=False, container=_backend.container)
+
+
+def warn_nonfinite(y: Any, what: str = "f's output") -> None:
+    """Warn, naming the entries, when an output holds NaN or Inf."""
+    leaves, tree = flatten(y)
+    specs = []
+    for leaf, path in zip(leaves, tree.paths()):
+        kind = float_kind(leaf)
+        specs.append(
+            leaf_of(leaf, _out_name(path, tree.kind)) if kind in ("real", "complex") else None
+        )
+    summary = _nonfinite([getval(v) for v in leaves], specs)
+    if summary:
+        warnings.warn(
+            NonFiniteWarning(f"{what} has {summary}; derivatives there are meaningless."),
+            stacklevel=4,
+        )
+
+
+def _out_name(path, kind):
+    from ..core.outputs import output_name
+
+    return output_name(path, kind)
+
+
+def finish_disconnected(
+    call: Call,
+    grads: list,
+    connected: Sequence[bool],
+    disconnected_inputs: str,
+    return_disconnected: str,
+) -> list:
+    """Group per-leaf gradients into arguments and apply the disconnected policy.
+
+    An argument is disconnected when none of its leaves reaches the output.
+    """
+    specs = call.specs
+    grads = [_like_leaf(g, s) for g, s in zip(grads, specs)]
+    per_arg = call.per_argument(grads)
+    flags = iter(connected)
+    out = []
+    for sel, g in zip(call.selected, per_arg):
+        ok = any(next(flags) for s in sel.specs if s is not None)
+        if ok:
+            out.append(g)
+            continue
+        name = getattr(call.f, "__name__", "f")
+        msg = (
+            f"the output of {name} does not depend on input {sel.name!r} (argument "
+            f"{sel.position}); its gradient is zero because it is disconnected. Pass "
+            "disconnected_inputs='ignore' if that is intended, or drop it from wrt."
+        )
+        if disconnected_inputs == "raise":
+            raise DisconnectedInputError(sel.name, msg)
+        if disconnected_inputs == "warn":
+            warnings.warn(DisconnectedInputWarning(msg), stacklevel=4)
+        if return_disconnected == "none":
+            g = None
+        elif return_disconnected == "disconnected":
+            g = DISCONNECTED
+        out.append(g)
+    return out
+
+
+def _like_leaf(g: Any, spec) -> Any:
+    """A gradient in the form of its input leaf: a Python float for a float,
+    an array (or numpy scalar) otherwise."""
+    from ..backends.autograd import isbox
+
+    if spec.pytype is not None and not isbox(g) and onp.ndim(g) == 0:
+        return spec.pytype(g)
+    return g
+
+
+def _check_dy(y_value: Any, dy: Any) -> list:
+    """Validate cotangent(s) against f's output structure; returns one array
+    (or None = ones) per output leaf."""
+    ys, tree = flatten(y_value)
+    if dy is None:
+        return [None] * len(ys)
+    dys, dtree = flatten(dy)
+    if dtree != tree and not (tree.is_leaf and dtree.is_leaf):
+        raise ValueError(
+            f"dy must be shaped like f's output: f returned {tree.describe()} "
+            f"({len(ys)} array(s)), dy is {dtree.describe()} ({len(dys)} array(s)). Pass "
+            "one cotangent per output, in the same structure."
+        )
+    for k, (yk, dk) in enumerate(zip(ys, dys)):
+        if onp.shape(dk) != onp.shape(getval(yk)):
+            where = "" if tree.is_leaf else f"[{k}]"
+            raise ValueError(
+                f"dy{where} has shape {onp.shape(dk)}, but f's output{where} has shape "
+                f"{onp.shape(getval(yk))}; pass a cotangent shaped exactly like the output."
+            )
+    return dys
+
+
+def _weighted_sum(y: Any, dys: list) -> Any:
+    total = 0.0
+    ys, _ = flatten(y)
+    for yk, dk in zip(ys, dys):
+        kind = float_kind(yk)
+        if kind == "complex":
+            raise TypeError(
+                "value_and_grad needs real outputs; f returned a complex array. "
+                "Differentiate anp.real(y) or anp.abs(y), or use gx.real_jacobian(f) "
+                "for the full convention-free Jacobian."
+            )
+        if kind != "real":
+            continue  # integer outputs (counts, indices) carry no derivative
+        total = total + (anp.sum(yk) if dk is None else anp.sum(yk * dk))
+    return total
+
+
+def _value_of(y: Any) -> Any:
+    leaves, tree = flatten(y)
+    return unflatten(tree, [getval(v) for v in leaves]) if not tree.is_leaf else getval(y)
+
+
+def _one_like(y: Any) -> Any:
+    return onp.ones((), onp.result_type(getval(y), onp.float16))[()]
+
+
+# ---------------------------------------------------------------- grad
+
+
+def grad(
+    f: Callable,
+    wrt: int | str | Sequence[int] | Sequence[str] = 0,
+    *,
+    disconnected_inputs: str = "warn",
+    return_disconnected: str = "zero",
+) -> Callable:
+    """Gradient of a real scalar function.
+
+    Parameters
+    ----------
+    f : callable
+        A function of numpy arrays (written with ``autograd.numpy``) that
+        returns a real scalar. Arguments may be nested lists / tuples / dicts
+        of arrays.
+    wrt : int, str or sequence of them
+        The argument(s) to differentiate, by position or parameter name. One
+        selector gives one gradient, a sequence gives a tuple.
+    disconnected_inputs : {"warn", "raise", "ignore"}
+        What to do when the output does not depend on a selected input.
+    return_disconnected : {"zero", "none", "disconnected"}
+        What to return for such an input: zeros, ``None`` or
+        :data:`DISCONNECTED`.
+
+    Returns
+    -------
+    callable
+        ``grad_f(*args, **kwargs)`` with f's signature; each gradient has the
+        structure of its argument.
+
+    Examples
+    --------
+    >>> g = grad(lambda x, y: x**3 * y - x * y**2, wrt=("x", "y"))
+    >>> g(2.0, 3.0)
+    (27.0, -4.0)
+    """
+    check_callable(f)
+    _choice(disconnected_inputs, _DISCONNECTED_CHOICES, "disconnected_inputs")
+    _choice(return_disconnected, _RETURN_CHOICES, "return_disconnected")
+
+    @functools.wraps(f)
+    def grad_f(*args, **kwargs):
+        call = prepare_call(f, wrt, args, kwargs)
+        tr = trace_vjp(call, call.values)
+        y = _value_of(tr.value)
+        leaves, tree = flatten(y)
+        if not tree.is_leaf or onp.ndim(y) != 0:
+            shape = tree.describe() if not tree.is_leaf else onp.shape(y)
+            raise TypeError(
+                f"grad needs a scalar output, but f returned {shape}. Use gx.jacobian(f) "
+                "for the full Jacobian, or gx.value_and_grad(f)(..., dy=w) for the "
+                "weighted sum of outputs (a vector-Jacobian product)."
+            )
+        kind = float_kind(y)
+        if kind == "complex":
+            raise TypeError(
+                "grad needs a real output, but f returned a complex scalar. Use "
+                "gx.real_jacobian(f) for the derivatives of its real and imaginary "
+                "parts, or gx.jacobian(f, holomorphic=True) if f is holomorphic."
+            )
+        if kind != "real":
+            raise TypeError(
+                f"grad needs a float output, but f returned {kind} ({y!r:.40}); integer "
+                "outputs have no derivative. Return a float."
+            )
+        warn_nonfinite(y)
+        grads = tr.backward(_one_like(y))
+        out = finish_disconnected(
+            call, grads, tr.connected, disconnected_inputs, return_disconnected
+        )
+        return call.finish(out)
+
+    return grad_f
+
+
+def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
+    """Value of f and the gradients of its (weighted) summed outputs.
+
+    Non-scalar and structured outputs are summed; ``dy=`` weights them
+    instead (shaped like the output), which makes the gradients a
+    vector-Jacobian product.
+
+    Parameters
+    ----------
+    f : callable
+        Returns a real scalar, array, or a list / tuple / dict of them.
+    wrt : int, str, sequence of them, or None
+        Arguments to differentiate (None: every positional argument).
+
+    Returns
+    -------
+    callable
+        ``fn(*args, dy=None, **kwargs) -> (value, grads)``; ``grads`` is always
+        a tuple, one entry per selected argument, each shaped like it.
+
+    Examples
+    --------
+    >>> fn = value_and_grad(lambda x, y: x * x * x * y - x * y * y)
+    >>> fn(2.0, 3.0)
+    (6.0, (27.0, -4.0))
+    >>> fn = value_and_grad(lambda x, y: x * x * x * y - x * y * y, wrt=[1])
+    >>> fn(2.0, 3.0)
+    (6.0, (-4.0,))
+    """
+    check_callable(f)
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args, dy=None, **kwargs):
+        call = prepare_call(f, wrt, args, kwargs)
+        captured = {}
+
+        def scalarized(*leaves):
+            y = call(*leaves)
+            captured["y"] = y
+            dys = _check_dy(_value_of(y), dy)
+            return _weighted_sum(y, dys)
+
+        tr = trace_vjp(scalarized, call.values)
+        value = _value_of(captured["y"])
+        warn_nonfinite(value)
+        grads = tr.backward(_one_like(tr.value))
+        out = finish_disconnected(call, grads, tr.connected, "warn", "zero")
+        return value, tuple(out)
+
+    return value_and_grad_f
+
+
+def value_and_gradients_function(f: Callable, params: Any = None) -> Callable:
+    """The seed's name for :func:`value_and_grad` (``params`` is ``wrt``).
+
+    >>> fn = value_and_gradients_function(lambda x, y: x * y, params=["y"])
+    >>> fn(2.0, 3.0)
+    (6.0, (2.0,))
+    """
+    return value_and_grad(f, wrt=params)
+
+
+def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
+    """The gradient function g of an N-input, M-output function f.
+
+    ``g(x1, ..., xN, dy1, ..., dyM)`` returns ``(dx1, ..., dxN)``, the
+    cotangents of the inputs for output cotangents ``dy``. N is the number of
+    f's positional parameters, or ``n_inputs`` when f takes ``*args``; M is
+    the length of f's output when it returns a list or tuple, else 1. Inputs
+    and cotangents may be nested structures.
+
+    Examples
+    --------
+    >>> g = gradient_function(lambda x, y: (x * y, x + y))
+    >>> g(2.0, 3.0, 1.0, 10.0)
+    (13.0, 12.0)
+    """
+    check_callable(f)
+    if n_inputs is None:
+        if has_var_positional(f):
+            raise TypeError(
+                "gradient_function cannot count the inputs of a function taking *args; "
+                "pass n_inputs=N."
+            )
+        n_inputs = len(parameter_names(f))
+    if n_inputs < 1:
+        raise TypeError(
+            "gradient_function needs f to take at least one input; f takes none. Pass "
+            "n_inputs=N if f takes *args."
+        )
+
+    def g(*args):
+        if len(args) <= n_inputs:
+            raise TypeError(
+                f"g takes the {n_inputs} inputs of f followed by one cotangent per "
+                f"output; got {len(args)} arguments in all."
+            )
+        xs, dys = list(args[:n_inputs]), list(args[n_inputs:])
+        call = prepare_call(f, tuple(range(n_inputs)), xs, {})
+
+        def scalarized(*leaves):
+            y = call(*leaves)
+            value = _value_of(y)
+            top, tree = flatten(value)
+            outs = list(value) if tree.kind in ("list", "tuple") else [value]
+            if len(outs) != len(dys):
+                raise TypeError(
+                    f"f returned {len(outs)} output(s) but g received {len(dys)} "
+                    "cotangent(s); pass exactly one dy per output."
+                )
+            dy = dys if tree.kind in ("list", "tuple") else dys[0]
+            if tree.kind in ("list", "tuple"):
+                dy = type(value)(dys) if tree.cls is None else tree.cls(*dys)
+            return _weighted_sum(y, _check_dy(value, dy))
+
+        tr = trace_vjp(scalarized, call.values)
+        grads = tr.backward(_one_like(tr.value))
+        grads = [_like_leaf(g, s) for g, s in zip(grads, call.specs)]
+        return tuple(call.per_argument(grads))
+
+    return g

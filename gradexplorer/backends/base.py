@@ -1,0 +1,100 @@
+"""The seam between gradexplorer and an AD system.
+
+check/, fd/, locate/ and explorer/ never import an AD library: they ask a
+backend (:func:`gradexplorer.backends.get_backend`) for what they need. A
+backend is a module (or any object) with these members:
+
+``name``
+    ``"autograd"``, ``"torch"``, ``"jax"``.
+``np``
+    The array namespace used *inside* a traced function: ``reshape``,
+    ``ravel``, ``concatenate``, ``real``, ``imag`` on the system's arrays.
+``owns(x) -> bool``
+    Whether x is one of this system's arrays (to recognise it from arguments).
+``to_array(a) / to_numpy(x)``
+    Plain numpy to the system's array type (to evaluate f) and back.
+``vjp(F, leaves) -> trace``
+    Run ``F(*leaves)`` once, recording it; ``trace.value``, ``trace.backward(g)``
+    (one cotangent per leaf, zeros where disconnected), ``trace.connected``.
+    The backward pass must itself be traceable (second derivatives).
+``jvp(F, leaves, tangents, fallback=False) -> (value, tangent, ops_without_jvp)``
+    Forward mode; with ``fallback`` an operation without a JVP rule takes its
+    tangent from its VJP and is named in the third result.
+``value(x) / is_traced(x)``
+    The plain value under a traced one; whether x is traced.
+``container(kind, children, keys, cls)``
+    The system's own container holding traced children, or None for Python's.
+``record(F, leaves) -> list[OpRecord]``
+    The primitives F applies to the leaves, in evaluation order.
+``op_vjp(rec, u) / op_jvp(rec, tangents) / op_eval(rec, args)``
+    One recorded operation's own VJP, JVP, and evaluation on new arguments.
+``definition_site(rec) -> (path, line) | None``
+    Where the operation's own code is defined.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Backend", "OpRecord", "user_frames", "PACKAGE_DIR"]
+
+#: gradexplorer's own folder: its frames are not the user's code (the gallery's are).
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_GALLERY_DIR = os.path.join(PACKAGE_DIR, "gallery")
+
+
+@dataclass
+class OpRecord:
+    """One traced operation: what ran, on what, called from where."""
+
+    index: int
+    fun: Any
+    args: tuple
+    kwargs: dict
+    argnums: tuple  # positions of the traced (differentiated) arguments
+    parents: tuple  # indices of the records those arguments came from
+    value: Any
+    frames: tuple  # (path, line) of the user's stack, innermost first
+    name: str = ""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    np: Any
+
+    def owns(self, x: Any) -> bool: ...
+    def to_array(self, a: Any) -> Any: ...
+    def to_numpy(self, x: Any) -> Any: ...
+    def vjp(self, F: Any, leaves: Any) -> Any: ...
+    def jvp(self, F: Any, leaves: Any, tangents: Any, fallback: bool = False) -> Any: ...
+    def value(self, x: Any) -> Any: ...
+    def is_traced(self, x: Any) -> bool: ...
+    def container(self, kind: str, children: list, keys: tuple, cls: Any) -> Any: ...
+    def record(self, F: Any, leaves: Any) -> list[OpRecord]: ...
+    def op_vjp(self, rec: OpRecord, u: Any) -> list: ...
+    def op_jvp(self, rec: OpRecord, tangents: Any) -> Any: ...
+    def op_eval(self, rec: OpRecord, args: Any) -> Any: ...
+    def definition_site(self, rec: OpRecord) -> tuple[str, int] | None: ...
+
+
+def user_frames(library_dirs: tuple[str, ...], stop: Any, skip: int = 2) -> tuple:
+    """(path, line) of the frames between an operation's call and the tracer
+    (``stop``), innermost first, leaving out the libraries' and our own."""
+    out = []
+    frame = sys._getframe(skip)
+    while frame is not None and frame is not stop:
+        path = frame.f_code.co_filename
+        internal = (
+            path.startswith(library_dirs)
+            or (path.startswith(PACKAGE_DIR) and not path.startswith(_GALLERY_DIR))
+            or "contextlib" in path
+            or path.startswith("<frozen")
+        )
+        if not internal:
+            out.append((path, frame.f_lineno))
+        frame = frame.f_back
+    return tuple(out)

@@ -1,0 +1,18 @@
+"""The checker: f as a real-vector map, the full and fast checks, the report,
+the seed APIs and the pytest helper."""
+
+from . import testing
+from .api import check_grads
+from .classic import (
+    abs_rel_err,
+    compute_gradient,
+    compute_gradient_error,
+    numeric_grad,
+    verify_grad,
+)
+from .report import CheckReport, Entry
+
+__all__ = [
+    "check_grads", "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
+    "verify_grad", "numeric_grad", "abs_rel_err", "testing",
+]  # fmt: skip

@@ -1,0 +1,220 @@
+"""check_grads: every Jacobian entry judged against its own finite-difference error.
+
+The function is first turned into a map between real vectors (nested
+arguments opened into leaves, complex leaves realified, inputs concatenated),
+so one checker covers structured parameters, several outputs, complex
+functions and second derivatives alike. The full check lives in
+``fullcheck``, the fast one (projections and group testing) in ``fastcheck``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as onp
+
+from ..core.guards import keeping_random_state
+from ..core.tree import Leaf
+from ..fd.steps import METHODS
+from .fast import fast_check
+from .full import full_check
+from .judging import validate_tolerance
+from .problem import Problem, as_rng, build_problem
+from .report import Blocks, CheckReport
+
+__all__ = ["check_grads", "as_rng", "Problem", "second_order_problem"]
+
+_MODES = ("auto", "full", "fast")
+#: Above this many dense entries (or inputs), mode="auto" switches to the fast check.
+AUTO_FAST_ENTRIES = 1_000_000
+AUTO_FAST_INPUTS = 1_000
+
+
+def check_grads(
+    f: Callable,
+    *args: Any,
+    wrt: Any = None,
+    order: int = 1,
+    mode: str = "auto",
+    atol: float | None = None,
+    rtol: float | None = None,
+    rng: Any = None,
+    method: str = "richardson",
+    step: Any = None,
+    reseed: int | None = None,
+    backend: str | None = None,
+    **kwargs: Any,
+) -> CheckReport:
+    """Check f's derivatives against finite differences, entry by entry.
+
+    Parameters
+    ----------
+    f : callable
+        Written with ``autograd.numpy``. Arguments and outputs may be nested
+        lists / tuples / dicts of float or complex arrays.
+    *args
+        The point (keyword arguments after the options go to f, held constant
+        unless ``wrt`` names them).
+    wrt : int, str, sequence of them, or None
+        Inputs to check. None checks every positional argument that holds a
+        float or complex value; the others (ints, strings, objects) are listed
+        in ``report.not_checked`` with the reason.
+    order : {1, 2}
+        2 also checks second derivatives: the derivative of the VJP with
+        respect to the point (the Hessian of u·f; of f itself when f is
+        scalar) and with respect to its cotangent u, so that a wrong rule
+        used inside a backward pass fails.
+    mode : {"auto", "full", "fast"}
+        ``full`` builds both Jacobians; ``fast`` compares random projections
+        and, on failure, locates the wrong entries by group testing without
+        building them. ``auto`` picks fast for large problems.
+    atol, rtol : float, optional
+        Added to each entry's allowance: ``|a - n| <= 2·FD error + rtol·|value|
+        + atol``. Defaults: ``atol = 0`` and ``rtol = 256·eps`` of the entry's
+        precision (round-off of the analytic side); the FD error is estimated
+        per entry.
+    rng : Generator, RandomState or int, optional
+        For the random projections, cotangents and noise probes.
+    method : str
+        The finite-difference method (see :func:`numeric_jacobian`).
+    step : float, array or structure like the inputs, optional
+        Base steps instead of the per-dtype, per-element default.
+    reseed : int, optional
+        Re-seed numpy's (and Python's) global random generator before every
+        call of f: the way to check an objective that draws random numbers
+        inside (dropout, a sampled variational bound).
+    backend : {"autograd", "torch", "jax"}, optional
+        The AD system f is written for (default: recognised from the
+        arguments: torch tensors, jax arrays, else numpy for autograd).
+
+    Returns
+    -------
+    CheckReport
+
+    Examples
+    --------
+    >>> import autograd.numpy as anp
+    >>> check_grads(lambda x: anp.sin(x) * x, anp.linspace(0.1, 1.0, 4)).passed
+    True
+    >>> params = {"W": anp.ones((2, 3)), "b": anp.zeros(2)}
+    >>> r = check_grads(lambda p, x: anp.sum(anp.tanh(p["W"] @ x + p["b"])), params, anp.ones(3))
+    >>> r.passed, list(r.column_blocks)
+    (True, ["p['W']", "p['b']", 'x'])
+    """
+    if order not in (1, 2):
+        raise ValueError(f"order must be 1 or 2; got {order!r}.")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {list(_MODES)}; got {mode!r}.")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}; got {method!r}.")
+    atol = validate_tolerance(atol, "atol")
+    rtol = validate_tolerance(rtol, "rtol")
+    if reseed is not None and not isinstance(reseed, (int, onp.integer)):
+        raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
+    gen = as_rng(rng)
+    with keeping_random_state(reseed is not None):
+        return _check_grads(
+            f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed, backend
+        )
+
+
+def _check_grads(f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed, backend):
+    p = build_problem(f, args, kwargs, wrt, reseed=reseed, backend=backend)
+    p.step = step
+    p.steps(method)  # validates step now, with a clear message
+    n, m = p.n, p.m
+    chosen = mode
+    if mode == "auto":
+        chosen = "fast" if (n > AUTO_FAST_INPUTS or n * m > AUTO_FAST_ENTRIES) else "full"
+    first = _check_problem(p, chosen, method, atol, rtol, gen, order=1)
+    if order == 1:
+        return first
+    q = second_order_problem(p, gen)
+    q.step = None
+    try:
+        second = _check_problem(
+            q,
+            chosen,
+            "richardson" if method == "complex_step" else method,
+            atol,
+            rtol,
+            gen,
+            order=2,
+        )
+    except Exception as exc:
+        raise _not_differentiable(exc) from exc
+    return replace(second, first_order=first, passed=first.passed and second.passed)
+
+
+def _not_differentiable(exc: Exception) -> Exception:
+    """order=2 differentiates the backward pass: name the rule that cannot be."""
+    from ..errors import GradExplorerError
+
+    if isinstance(exc, GradExplorerError):
+        return exc
+    notes = [n for n in getattr(exc, "__notes__", []) if "raised by the VJP of" in n]
+    op = notes[0].split("raised by the VJP of ")[-1].rstrip(")") if notes else "an operation"
+    return TypeError(
+        f"order=2 differentiates f's backward pass, but the VJP of {op} cannot be "
+        f"differentiated ({type(exc).__name__}: {exc}). Write that rule with autograd.numpy "
+        "(no np.asarray, float() or in-place writes on the cotangent), give it a VJP of its "
+        "own with gx.defvjp, or check order=1 only."
+    )
+
+
+def _check_problem(p, mode, method, atol, rtol, gen, order) -> CheckReport:
+    if mode == "fast":
+        return fast_check(p, method, atol, rtol, gen, order)
+    return full_check(p, method, atol, rtol, gen, order)
+
+
+def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:
+    """The problem ``(x, u) -> vjp_F(x)(u)``: its Jacobian holds the Hessian of
+    u·F (columns x) and the transposed Jacobian Jᵀ (columns u, the cotangent).
+
+    For a scalar f, u starts at 1, so the x block is f's own Hessian.
+    """
+    m = p.m
+    scalar = m == 1
+    u0 = onp.ones(1) if scalar else gen.standard_normal(m)
+    F, backend = p.F, p.backend
+    np = backend.np
+    k = len(p.vs)
+
+    def G(*ws):
+        tr = backend.vjp(F, ws[:k])
+        return np.concatenate([np.ravel(g) for g in tr.backward(ws[k])])
+
+    def evaluate_one(x: onp.ndarray) -> onp.ndarray:
+        parts = q.split(x)
+        return onp.asarray(backend.to_numpy(G(*parts)), dtype=float)
+
+    prefix = "dy" if scalar and len(p.rows.sides) == 1 else "d(u·y)"
+    rows = tuple(
+        Leaf(f"{prefix}/d{s.name}", s.shape, s.complex, s.dtype, s.wrt, s.path)
+        for s in p.cols.sides
+    )
+    cot = Leaf("u", (m,), False, "float64", "u", ())
+    q = Problem(
+        G,
+        list(p.vs) + [backend.to_array(u0)],
+        Blocks(tuple(p.cols.sides) + (cot,)),
+        Blocks(rows),
+        p.name,
+        evaluate_one,
+        None,
+        None,
+        None,
+        p.reseed,
+        p.not_checked,
+        backend=backend,
+    )
+    q.extra_notes = [
+        "order 2 checks the VJP's derivatives: columns "
+        + ", ".join(s.name for s in p.cols.sides)
+        + (" give the Hessian" if scalar else " give the Hessian of u·y for a random u")
+        + ", column block u (the cotangent) gives Jᵀ through the backward pass."
+    ]
+    return q

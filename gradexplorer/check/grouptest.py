@@ -1,0 +1,256 @@
+"""Group testing: the rows, then the columns, where a projection's failure comes from.
+
+One directional difference gives ``(J d)_i`` for every row i, so the rows
+where the VJP is wrong are found by halving the cotangent's support (VJPs
+only); the columns of those rows by halving the direction's support (one
+directional difference per test). Intermediate tests only steer the search:
+every entry reported is judged alone, by the same rule as the full check."""
+
+from __future__ import annotations
+
+import numpy as onp
+
+from ..fd.directional import directional_derivatives
+from ..fd.noise import NoiseModel
+from .fastctx import MAX_LOCATED, _allowed, _Ctx, _Dir
+from .judging import RTOL_ULPS, make_entry
+from .report import Entry
+
+
+def _forward_rows(ctx: _Ctx, jd: _Dir, jv: onp.ndarray) -> onp.ndarray:
+    rt = ctx.rtol_rows()
+    with onp.errstate(all="ignore"):
+        bad = onp.abs(jv - jd.est) > _allowed(jd.err, rt, onp.abs(jv), ctx.atol)
+    return onp.flatnonzero(bad & onp.isfinite(jd.err))
+
+
+def _locate(ctx: _Ctx, u: onp.ndarray, jd: _Dir) -> list[Entry]:
+    rows = _bisect_rows(ctx, u, jd)
+    entries: list[Entry] = []
+    if rows.size:
+        A = onp.array([ctx.vjp(onp.eye(1, jd.est.size, i)[0]) for i in rows])
+        # only the columns in [lo, hi): a NaN elsewhere in a row must not spread
+        entries = _bisect_columns(
+            ctx, rows, lambda dS, lo, hi: A[:, lo:hi] @ dS[lo:hi], "vjp", jd.d
+        )
+    if not entries:
+        entries = _columns_then_rows(ctx, u)
+    return entries
+
+
+def _bisect_rows(ctx: _Ctx, u: onp.ndarray, jd: _Dir) -> onp.ndarray:
+    """Rows i where the VJP disagrees with (J d)_i, by halving the cotangent's support.
+
+    The VJP is linear (checked first), so the right half's VJP is the
+    parent's minus the left half's: one backward pass per level.
+    """
+    m = u.size
+    rt = ctx.rtol_rows()
+    found: list[int] = []
+    resolved = onp.isfinite(jd.err)
+    est = onp.where(resolved, jd.est, 0.0)
+    err = onp.where(resolved, jd.err, 0.0)
+
+    def node(lo, hi, r):
+        w = u[lo:hi]
+        analytic = float(r @ jd.d)
+        numeric = float(w @ est[lo:hi])
+        mag = float(onp.abs(r) @ onp.abs(jd.d))
+        if hi - lo == 1:
+            allowed = _allowed(abs(u[lo]) * err[lo], rt[lo], mag, ctx.atol)
+            return resolved[lo] and not abs(analytic - numeric) <= allowed
+        # interior: errors of random sign add in quadrature (this only steers the search)
+        e = w * err[lo:hi]
+        allowed = _allowed(float(onp.sqrt(e @ e)), float(rt[lo:hi].max()), mag, ctx.atol)
+        return not abs(analytic - numeric) <= allowed  # NaN fails too
+
+    def vjp_on(lo, hi):
+        w = onp.zeros(m)
+        w[lo:hi] = u[lo:hi]
+        return ctx.vjp(w)
+
+    stack = [(0, m, vjp_on(0, m))]
+    while stack and len(found) < MAX_LOCATED:
+        lo, hi, r = stack.pop()
+        if not node(lo, hi, r):
+            continue
+        if hi - lo == 1:
+            found.append(lo)
+            continue
+        mid = (lo + hi) // 2
+        left = vjp_on(lo, mid)
+        right = r - left if ctx.linear else vjp_on(mid, hi)
+        stack.append((mid, hi, right))
+        stack.append((lo, mid, left))
+    if len(found) >= MAX_LOCATED:
+        ctx.notes.append(f"stopped locating after {MAX_LOCATED} wrong rows (a systematic bug?)")
+    return onp.array(sorted(found), dtype=int)
+
+
+#: Above this many inputs, a failing parent whose left half is tested lets the
+#: right half be inferred (parent minus left) instead of differenced again.
+INFER_ABOVE = 4096
+
+
+def _bisect_columns(
+    ctx: _Ctx, rows: onp.ndarray, analytic_along, kind: str, d_full: onp.ndarray
+) -> list[Entry]:
+    """Entries (i, j), i in rows, by halving the direction's support; each
+    located column is then compared entry by entry."""
+    n = ctx.x0.size
+    rt = ctx.rtol_rows()[rows]
+    found: list[Entry] = []
+    cols_found = 0
+
+    def measure(lo, hi):
+        """Per row: the analytic-minus-numeric gap along d restricted to [lo, hi),
+        and its allowance."""
+        dS = onp.zeros(n)
+        dS[lo:hi] = d_full[lo:hi]
+        res = ctx.fd(dS)
+        a = analytic_along(res.d, lo, hi)
+        gap = a - res.est[rows]
+        tol = _allowed(res.err[rows], rt, onp.abs(a), ctx.atol)
+        known = onp.isfinite(res.err[rows])
+        return onp.where(known, gap, 0.0), onp.where(known, tol, onp.inf)
+
+    def fails(node):
+        gap, tol = node
+        return bool(onp.any(~(onp.abs(gap) <= tol)))  # NaN fails too
+
+    stack = [(0, n, measure(0, n))]
+    while stack and cols_found < MAX_LOCATED:
+        lo, hi, node = stack.pop()
+        if not fails(node):
+            continue
+        if hi - lo == 1:
+            new = _column_entries(ctx, rows, lo, analytic_along, kind)
+            if new:
+                cols_found += 1
+                found.extend(new)
+            continue
+        mid = (lo + hi) // 2
+        left = measure(lo, mid)
+        right = None
+        if n > INFER_ABOVE:
+            inferred = (node[0] - left[0], node[1] + left[1])
+            if fails(inferred):
+                right = inferred
+            elif fails(left):
+                right = inferred  # the left half explains the parent
+        if right is None:
+            right = measure(mid, hi)
+        stack.append((mid, hi, right))
+        stack.append((lo, mid, left))
+    if cols_found >= MAX_LOCATED:
+        ctx.notes.append(f"stopped locating after {MAX_LOCATED} wrong columns (a systematic bug?)")
+    return found
+
+
+def _column_entries(ctx: _Ctx, rows, j, analytic_along, kind) -> list[Entry]:
+    """Rows of column j (among ``rows``) judged alone, with an exact-step FD column."""
+    from ..fd.directional import exact_steps
+
+    p = ctx.p
+    spacing = p.spacing()
+    step = exact_steps(ctx.x0[[j]], (ctx.scale[[j]] * ctx.base), spacing[[j]])
+    res = directional_derivatives(
+        p.batch,
+        ctx.x0,
+        ctx.y0,
+        ctx.row_noise,
+        step,
+        columns=onp.array([j]),
+        method=ctx.method,
+        spacing=ctx.spacing,
+        coord_eps=ctx.col_eps,
+    )
+    ctx.cost.nfev += res.nfev
+    e_j = onp.zeros(ctx.x0.size)
+    e_j[j] = 1.0
+    a = analytic_along(e_j, j, j + 1)
+    num, err = res.est[0][rows], res.err[0][rows]
+    rt = ctx.rtol_rows()[rows]
+    out = []
+    with onp.errstate(all="ignore"):
+        allowed = _allowed(err, rt, onp.maximum(onp.abs(a), onp.abs(num)), ctx.atol)
+        viol = onp.abs(a - num) / allowed
+    for k, i in enumerate(rows):
+        if onp.isfinite(err[k]) and not viol[k] <= 1:
+            out.append(make_entry(p.rows, p.cols, i, j, a[k], num[k], err[k], viol[k], kind=kind))
+    return out
+
+
+def _columns_then_rows(ctx: _Ctx, u: onp.ndarray) -> list[Entry]:
+    """Fallback: columns where the projection fails, then each column's rows."""
+    n, m = ctx.x0.size, u.size
+    rn = ctx.row_noise
+    proj = lambda v: onp.array([onp.sqrt((u * u) @ (v**2))])  # noqa: E731
+    noise_u = NoiseModel(
+        proj(rn.coarse), proj(rn.fine), proj(rn.floor), onp.array([abs(u @ ctx.y0)])
+    )
+    ev = lambda X: (ctx.p.batch(X) @ u)[:, None]  # noqa: E731
+    y0u = onp.array([u @ ctx.y0])
+    rt = RTOL_ULPS * float(ctx.col_eps.max()) if ctx.rtol is None else ctx.rtol
+    r = ctx.vjp(u)
+    columns: list[int] = []
+    stack = [(0, n)]
+    while stack and len(columns) < MAX_LOCATED:
+        lo, hi = stack.pop()
+        dS = onp.zeros(n)
+        dS[lo:hi] = ctx.scale[lo:hi]
+        res = ctx.fd(dS, evaluate=ev, noise=noise_u, y0=y0u)
+        a = float(r @ res.d)
+        mag = float(onp.abs(r) @ onp.abs(res.d))
+        if not onp.isfinite(res.err[0]):
+            continue
+        if abs(a - res.est[0]) <= _allowed(res.err[0], rt, mag, ctx.atol):
+            continue
+        if hi - lo == 1:
+            columns.append(lo)
+            continue
+        mid = (lo + hi) // 2
+        stack.extend([(mid, hi), (lo, mid)])
+    entries: list[Entry] = []
+    for j in columns:
+        e_j = onp.zeros(n)
+        e_j[j] = 1.0
+        res = ctx.fd(e_j)
+        rows = _rows_of_column(ctx, j, res)
+        if rows.size:
+            A = onp.array([ctx.vjp(onp.eye(1, m, i)[0])[j] for i in rows])
+            entries.extend(
+                _column_entries(ctx, rows, j, lambda d, lo, hi, A=A, j=j: A * d[j], "vjp")
+            )
+    return entries
+
+
+def _rows_of_column(ctx: _Ctx, j: int, col: _Dir) -> onp.ndarray:
+    """Rows of column j where the VJP disagrees, by halving row weights."""
+    m = col.est.size
+    rt = ctx.rtol_rows()
+    gen = onp.random.default_rng(j)
+    found: list[int] = []
+    stack = [(0, m)]
+    while stack and len(found) < MAX_LOCATED:
+        lo, hi = stack.pop()
+        w = onp.zeros(m)
+        w[lo:hi] = gen.standard_normal(hi - lo)
+        resolved = onp.isfinite(col.err[lo:hi])
+        a = float(ctx.vjp(w)[j])
+        num = float(w[lo:hi][resolved] @ col.est[lo:hi][resolved])
+        e = w[lo:hi][resolved] * col.err[lo:hi][resolved]
+        tol = onp.sqrt(e @ e) if hi - lo > 1 else abs(e).sum()
+        if abs(a - num) > _allowed(float(tol), float(rt[lo:hi].max()), abs(a), ctx.atol):
+            if hi - lo == 1:
+                found.append(lo)
+            else:
+                mid = (lo + hi) // 2
+                stack.extend([(mid, hi), (lo, mid)])
+    return onp.array(sorted(found), dtype=int)
+
+
+def _locate_forward(ctx: _Ctx, bad_rows: onp.ndarray, d: onp.ndarray) -> list[Entry]:
+    """Entries where forward mode (JVP) is wrong, in the rows that showed it."""
+    rows = bad_rows[:MAX_LOCATED]
+    return _bisect_columns(ctx, rows, lambda dS, lo, hi: ctx.jvp(dS)[rows], "jvp", d)

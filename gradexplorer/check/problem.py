@@ -1,0 +1,181 @@
+"""A function to check, as a map between real vectors, validated and guarded.
+
+``build_problem`` binds the call (nested arguments opened into leaves),
+refuses functions that mutate their input or are not deterministic, and
+realifies complex leaves and several inputs into one real-vector map that
+the checkers work on: ``F(*vs)`` traceable by the AD backend for the
+analytic side, ``evaluate(X)`` on plain numpy for the finite differences.
+Each leaf keeps its own dtype: a float32 leaf is perturbed and judged in
+float32 beside a float64 one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as onp
+
+from ..backends import get_backend
+from ..core.calls import Call, bind_call
+from ..core.guards import guarded_call, reseeded
+from ..core.outputs import OutputLayout
+from ..core.tree import Leaf
+from ..fd.jacobian import RealMap, coordinate_eps, coordinate_spacing, steps_for, typical_steps
+from .report import Blocks
+
+__all__ = ["Problem", "build_problem", "as_rng"]
+
+
+def as_rng(rng: Any) -> onp.random.Generator:
+    """A numpy Generator from a Generator, a RandomState, an int seed or None."""
+    if rng is None or isinstance(rng, (int, onp.integer)) and not isinstance(rng, bool):
+        return onp.random.default_rng(rng)
+    if isinstance(rng, onp.random.Generator):
+        return rng
+    if isinstance(rng, onp.random.RandomState):
+        return onp.random.default_rng(rng.randint(0, 2**31 - 1))
+    if rng is onp.random:  # the module itself, as Theano-era code passes it
+        return onp.random.default_rng(onp.random.randint(0, 2**31 - 1))  # noqa: NPY002 - the global generator is the point
+    raise TypeError(
+        f"rng must be a numpy Generator, a RandomState or an int seed; got {type(rng).__name__}."
+    )
+
+
+@dataclass
+class Problem:
+    """f as a real-vector map ``F(*vs)`` plus what is needed to label and judge it."""
+
+    F: Callable  # traceable: one real vector per leaf in, one real vector out
+    vs: list  # the point, one real vector per differentiated leaf (its own dtype)
+    cols: Blocks  # the differentiated leaves (columns)
+    rows: Blocks  # the float output leaves (rows)
+    name: str
+    evaluate_one: Callable | None = None  # plain numpy: concatenated x -> y (float64)
+    rmap: RealMap | None = None  # f itself as a real map (None for derived problems)
+    step: Any = None  # the user's step (None: per dtype and magnitude)
+    call: Call | None = None
+    reseed: int | None = None
+    not_checked: tuple = ()  # (label, reason) of arguments / leaves held constant
+    extra_notes: list = field(default_factory=list)
+    backend: Any = None  # the AD system (gradexplorer.backends): vjp, jvp, value, np
+
+    @property
+    def x0(self) -> onp.ndarray:
+        to_numpy = self.backend.to_numpy if self.backend is not None else onp.asarray
+        return onp.concatenate([onp.asarray(to_numpy(v), dtype=float) for v in self.vs])
+
+    @property
+    def n(self) -> int:
+        return self.cols.size
+
+    @property
+    def m(self) -> int:
+        return self.rows.size
+
+    def split(self, x: onp.ndarray) -> list:
+        """A concatenated vector back into one vector per leaf, in its dtype (as the
+        backend's arrays)."""
+        out, start = [], 0
+        for s in self.cols.sides:
+            n = s.real_size
+            seg = onp.asarray(x[start : start + n], dtype=s.real_dtype)
+            out.append(self.backend.to_array(seg) if self.backend is not None else seg)
+            start += n
+        return out
+
+    def batch(self, X: onp.ndarray) -> onp.ndarray:
+        return onp.stack([self.evaluate_one(x) for x in X]) if len(X) else onp.zeros((0, self.m))
+
+    @property
+    def dtype(self) -> str:
+        """The precision the report names: one dtype, or the mix."""
+        kinds = sorted({s.dtype for s in self.cols.sides}, key=lambda d: onp.dtype(d).itemsize)
+        return kinds[0] if len(kinds) == 1 else "mixed (" + ", ".join(kinds) + ")"
+
+    def spacing(self) -> onp.ndarray:
+        return coordinate_spacing(self.x0, self.cols.sides)
+
+    def grow_to(self, method: str) -> onp.ndarray | None:
+        """How far small-element steps may grow (None for a user's fixed step)."""
+        if self.call is None or self.step is not None or method != "richardson":
+            return None
+        return typical_steps(self.call, method)
+
+    def coord_eps(self) -> onp.ndarray:
+        return coordinate_eps(self.cols.sides)
+
+    def steps(self, method: str) -> onp.ndarray:
+        """Step per real coordinate: the user's ``step``, else the per-dtype default."""
+        if self.call is not None:
+            return steps_for(self.call, self.step, method)
+        return onp.concatenate(
+            [_vector_steps(v, s, self.step, method) for v, s in zip(self.vs, self.cols.sides)]
+        )
+
+    def eps_matrix(self) -> onp.ndarray:
+        """Per entry, the eps of the lower of its row's and column's precisions."""
+        re = onp.concatenate([onp.full(s.real_size, s.eps) for s in self.rows.sides])
+        ce = onp.concatenate([onp.full(s.real_size, s.eps) for s in self.cols.sides])
+        return onp.maximum(re[:, None], ce[None, :])
+
+
+def _vector_steps(v, s: Leaf, step, method):
+    from ..fd.steps import default_step
+
+    if step is not None and onp.ndim(step) == 0:
+        return onp.full(v.size, float(step))
+    return default_step(onp.asarray(v), method)
+
+
+def build_problem(
+    f: Callable,
+    args: tuple,
+    kwargs: dict,
+    wrt: Any,
+    *,
+    reseed: int | None = None,
+    backend: Any = None,
+) -> Problem:
+    """Validate the call, guard against mutation and non-determinism, realify.
+
+    ``backend`` names the AD system (None: the one the arguments' arrays
+    belong to, autograd for numpy).
+    """
+    backend = get_backend(backend, list(args) + list(kwargs.values()))
+    call = bind_call(f, args, kwargs, wrt, constants_ok=True, container=backend.container)
+    y, layout = guarded_call(call, reseed=reseed, convert=backend.to_numpy)
+    specs = call.specs
+    vs = [s.to_real(backend.to_numpy(v)) for s, v in zip(specs, call.values)]
+    vs = [backend.to_array(v.astype(s.real_dtype)) for v, s in zip(vs, specs)]
+    F = _traceable(call, layout, reseed, backend)
+    rmap = RealMap(call, layout, reseed, backend)
+    not_checked = tuple(call.constants) + tuple(
+        (label, f"{reason} (an output with no derivative)") for label, reason in layout.constants
+    )
+    return Problem(
+        F,
+        vs,
+        Blocks(tuple(specs)),
+        Blocks(tuple(layout.leaves)),
+        getattr(f, "__name__", "f"),
+        rmap,
+        rmap,
+        None,
+        call,
+        reseed,
+        not_checked,
+        backend=backend,
+    )
+
+
+def _traceable(call: Call, layout: OutputLayout, reseed: int | None, backend: Any) -> Callable:
+    specs, np = call.specs, backend.np
+
+    def F(*ws):
+        leaves = [s.from_real(w, np=np) for s, w in zip(specs, ws)]
+        reseeded(reseed)
+        return layout.realify(call(*leaves), np=np)
+
+    return F

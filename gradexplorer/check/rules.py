@@ -1,0 +1,141 @@
+"""The rules under test as numpy functions, and whether they are linear.
+
+A VJP must be linear in its cotangent and a JVP in its tangent; unit
+cotangents alone cannot tell. A rule that disagrees with itself only a
+little is an adaptive computation (an ODE adjoint, a solver), judged to the
+precision it shows."""
+
+from __future__ import annotations
+
+import numpy as onp
+
+from ..fd.noise import NoiseModel
+from .problem import Problem
+
+#: Round-off allowed when comparing a rule with itself (linearity), in ulps.
+LINEARITY_ULPS = 1024.0
+
+
+def flat(grads: list, backend) -> onp.ndarray:
+    """Cotangents (the backend's arrays, one per leaf) as one float vector."""
+    return onp.concatenate(
+        [onp.ravel(onp.asarray(backend.to_numpy(g), dtype=float)) for g in grads]
+    )
+
+
+def vjp_rule(tr, backend, y_dtype):
+    """The VJP as a numpy function of a cotangent vector."""
+    return lambda u: flat(tr.backward(backend.to_array(onp.asarray(u, y_dtype))), backend)
+
+
+def jvp_rule(p: Problem):
+    """The JVP (with VJP-derived tangents where rules are missing) as a numpy function."""
+
+    def rule(d):
+        _, jv, _ = p.backend.jvp(p.F, p.vs, p.split(d), fallback=True)
+        return onp.ravel(onp.asarray(p.backend.to_numpy(jv), dtype=complex))
+
+    return rule
+
+
+def reverse_rows(rule, m: int) -> onp.ndarray:
+    rows = []
+    basis = onp.zeros(m)
+    for i in range(m):
+        basis[i] = 1
+        rows.append(rule(basis))
+        basis[i] = 0
+    return onp.array(rows).reshape(m, -1)
+
+
+#: A rule inconsistent with itself by less than this (relative) is an adaptive
+#: or iterative computation with that precision, not a rule with a missing g.
+RULE_NOISE_MAX = 1e-4
+
+
+def linearity_gap(rule, size_in: int, size_out: int, gen, dtype, eps):
+    """Per output coordinate of ``rule``, ``|rule(a·u + b·v) - a·rule(u) - b·rule(v)|``
+    divided by its round-off allowance (> 1: the rule is not linear there).
+
+    Returns ``(ratio, relative_gap, (u, rule(u)))`` so callers can compare
+    ``rule(u)`` too; ``relative_gap`` is the gap over the values' size.
+    """
+    u = gen.standard_normal(size_in).astype(dtype)
+    v = gen.standard_normal(size_in).astype(dtype)
+    a, b = 0.75, -1.25  # exact in binary: the combination adds no rounding of its own
+    ru, rv, ruv = rule(u), rule(v), rule(a * u + b * v)
+    gap = onp.abs(ruv - (a * ru + b * rv))
+    size = onp.abs(a * ru) + onp.abs(b * rv) + onp.abs(ruv)
+    allowed = LINEARITY_ULPS * eps * size
+    with onp.errstate(invalid="ignore", divide="ignore"):
+        ratio = onp.where(allowed > 0, gap / allowed, onp.where(gap > 0, onp.inf, 0.0))
+        rel = onp.where(size > 0, gap / size, onp.where(gap > 0, onp.inf, 0.0))
+    return ratio, rel, (u, ru)
+
+
+def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:
+    """The relative tolerance a rule earns by disagreeing with itself: 0 for an
+    exact rule; for one visibly above round-off yet small (an adaptive backward
+    pass, an iterative solver), whose systematic error (a solver's tolerance)
+    is far larger than its scatter, ``min(1e3·scatter, sqrt(scatter))``."""
+    visible = ratio > 1
+    if not visible.any():
+        return 0.0
+    scatter = float(onp.max(rel[visible]))
+    if scatter > RULE_NOISE_MAX:
+        return 0.0
+    return min(1e3 * scatter, float(onp.sqrt(scatter)))
+
+
+def solver_slack(noise: NoiseModel) -> onp.ndarray:
+    """sqrt of each output's relative unevenness, where f is measurably uneven."""
+    from ..fd.noise import NOISY
+
+    with onp.errstate(all="ignore"):
+        rho = noise.coarse / onp.maximum(noise.scale, onp.finfo(float).tiny)
+    uneven = noise.coarse > NOISY * onp.maximum(noise.floor, onp.finfo(float).tiny)
+    return onp.where(uneven & onp.isfinite(rho), onp.sqrt(rho), 0.0)
+
+
+def _scale_allowance(precision: float, A, N) -> onp.ndarray | float:
+    """For an inexact rule: its precision relative to the size of the entries
+    around each one (the largest of its row and column), since a solver's
+    error is relative to the whole solution, not to each tiny sensitivity."""
+    if not precision:
+        return 0.0
+    with onp.errstate(invalid="ignore"):
+        big = onp.fmax(
+            onp.abs(onp.where(onp.isfinite(A), A, 0.0)), onp.abs(onp.where(onp.isfinite(N), N, 0.0))
+        )
+    return precision * onp.maximum(big.max(axis=1, keepdims=True), big.max(axis=0, keepdims=True))
+
+
+def _precision_note(rule: str, precision: float, what: str) -> str:
+    return (
+        f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "
+        "backward pass makes it: an ODE adjoint, a solver with a tolerance), so it is "
+        f"judged to ~{precision:.0e} relative to the size of the Jacobian around each "
+        "entry; tighten the solver's tolerance to judge it more sharply."
+    )
+
+
+def forward_columns(p: Problem) -> tuple[onp.ndarray | None, list[str], str | None]:
+    """The forward-mode Jacobian (m, n), the operations whose tangents came
+    from their VJPs, and a note when forward mode could not run at all."""
+    n, m = p.n, p.m
+    cols = onp.zeros((m, n), complex)
+    used: list[str] = []
+    basis = onp.zeros(n)
+    try:
+        for c in range(n):
+            basis[c] = 1
+            _, jv, ops = p.backend.jvp(p.F, p.vs, p.split(basis), fallback=True)
+            # a real output's tangent must be real: keep any imaginary part to judge it
+            cols[:, c] = onp.ravel(onp.asarray(p.backend.to_numpy(jv), dtype=complex))
+            used.extend(o for o in ops if o not in used)
+            basis[c] = 0
+    except NotImplementedError as exc:
+        return None, used, f"forward mode not checked: {exc}"
+    if not onp.any(cols.imag):
+        cols = cols.real.copy()
+    return cols, used, None

@@ -1,0 +1,110 @@
+"""Error of one Jacobian entry's finite-difference estimate across step sizes.
+
+Too large a step and truncation error dominates; too small and round-off
+does: on log–log axes the error traces a "V" whose bottom is the best step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as onp
+
+from ..ad.jacobians import real_jacobian
+from ..core.calls import bind_call
+from ..core.guards import guarded_call
+from ..fd.directional import directional_derivatives
+from ..fd.jacobian import RealMap
+from ..fd.steps import default_step
+from .report import Blocks
+
+__all__ = ["StepSweep", "step_sweep"]
+
+
+@dataclass(frozen=True)
+class StepSweep:
+    """``errors[method][k]`` is |estimate - analytic| at ``steps[k]``."""
+
+    steps: onp.ndarray
+    errors: dict
+    chosen: dict
+    analytic: float
+    label: str
+
+    def best_step(self, method: str) -> float:
+        errs = onp.where(onp.isfinite(self.errors[method]), self.errors[method], onp.inf)
+        return float(self.steps[int(onp.argmin(errs))])
+
+
+def step_sweep(
+    f: Callable, *args: Any, entry: tuple = (0, 0), wrt: Any = 0, steps: Any = None
+) -> StepSweep:
+    """Sweep the step for one entry ``(row, col)`` of the 2-D real Jacobian.
+
+    >>> import numpy as np
+    >>> s = step_sweep(np.sin, np.array([1.0]), entry=(0, 0))
+    >>> 1e-7 < s.best_step("forward") < 1e-6 or 1e-9 < s.best_step("forward") < 1e-7
+    True
+    """
+    call = bind_call(f, args, {}, wrt, constants_ok=False)
+    if not call.single:
+        raise ValueError("step_sweep takes one input; pass a single int or name as wrt.")
+    sel = call.selected[0]
+    J = real_jacobian(f, sel.slot)(*args)
+    row, col = (int(entry[0]), int(entry[1]))
+    if not (0 <= row < J.shape[0] and 0 <= col < J.shape[1]):
+        raise ValueError(
+            f"entry={entry} is outside the {J.shape[0]} x {J.shape[1]} Jacobian; pass "
+            "(row, col) with row < outputs and col < inputs (real coordinates)."
+        )
+    analytic = float(J[row, col])
+    y, layout = guarded_call(call)
+    gmap = RealMap(call, layout)
+    specs = call.specs
+    x0 = onp.concatenate([s.to_real(v).astype(float) for s, v in zip(specs, call.values)])
+    y0 = gmap(x0)
+    steps = onp.logspace(-16, -1, 46) if steps is None else onp.asarray(steps, dtype=float)
+    errors, chosen = {}, {}
+    zero_noise = onp.zeros(y0.size)
+    for method in ("forward", "central", "richardson"):
+        d = directional_derivatives(
+            gmap.batch,
+            x0,
+            y0,
+            zero_noise,
+            steps,
+            columns=onp.full(steps.size, col),
+            method=method,
+            adapt=False,
+        )
+        errors[method] = onp.abs(d.est[:, row] - analytic)
+        chosen[method] = float(_default(x0, method, col))
+    if not any(s.complex for s in specs):
+        cs = _complex_step_errors(gmap, x0, y0, steps, row, col, analytic)
+        if cs is not None:
+            errors["complex_step"] = cs
+    label = f"{Blocks(tuple(layout.leaves)).label(row)} / {Blocks(tuple(specs)).label(col)}"
+    return StepSweep(steps, errors, chosen, analytic, label)
+
+
+def _default(x0: onp.ndarray, method: str, col: int) -> float:
+    return float(default_step(x0, method)[col])
+
+
+def _complex_step_errors(gmap, x0, y0, steps, row, col, analytic):
+    from ..fd.jacobian import complex_step_derivatives
+
+    try:  # complex-safe? (an imaginary perturbation carried through, real part kept)
+        complex_step_derivatives(gmap, x0, y0, onp.full(x0.size, 1e-20), columns=[col])
+    except (ValueError, TypeError):
+        return None  # the complex step does not apply
+    out = []
+    for h in steps:
+        with onp.errstate(all="ignore"):
+            J, _, _ = complex_step_derivatives(
+                gmap, x0, y0, onp.full(x0.size, h), columns=[col], check=False
+            )
+        out.append(abs(J[row, 0] - analytic))
+    return onp.array(out)

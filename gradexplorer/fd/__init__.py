@@ -1,0 +1,7 @@
+"""Finite differences: noise, stencils, adaptive directional derivatives, the FD Jacobian."""
+
+from .jacobian import FDResult, numeric_jacobian
+from .realmap import RealMap
+from .steps import METHODS, default_step
+
+__all__ = ["FDResult", "numeric_jacobian", "default_step", "METHODS", "RealMap"]

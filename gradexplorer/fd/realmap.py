@@ -1,0 +1,131 @@
+"""f as a map between real vectors, evaluated on fresh arrays in each leaf's precision."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as onp
+
+from ..core.calls import Call
+from ..core.outputs import OutputLayout
+from ..core.tree import Leaf, flatten, map_leaves
+
+
+class RealMap:
+    """f as a map from one real vector (the differentiated leaves, realified
+    and concatenated) to one real vector (the float outputs, realified).
+
+    Every evaluation gets fresh arrays in each leaf's own dtype, so a function
+    that mutates its input cannot corrupt the points. Picklable when f is, so
+    it runs in process pools and dask workers. ``reseed`` re-seeds numpy's and
+    Python's global random generators before every call (for objectives that
+    draw noise inside).
+    """
+
+    def __init__(
+        self, call: Call, layout: OutputLayout, reseed: int | None = None, backend: Any = None
+    ):
+        self.call, self.layout, self.reseed = call, layout, reseed
+        # an AD system whose functions take its own arrays (torch, jax): convert in
+        # and out; autograd takes numpy as it is
+        self._in = getattr(backend, "to_array", None) if backend is not None else None
+        self._out = getattr(backend, "to_numpy", None) if backend is not None else None
+        if self._in is not None and backend.name == "autograd":
+            self._in = self._out = None
+        self.specs: list[Leaf] = call.specs
+        self.bounds = onp.cumsum([0] + [s.real_size for s in self.specs])
+        # the common case (one real array in, one real array out) skips the general
+        # unpacking: per-call overhead matters when f is cheap and called 10^4 times
+        sel = call.selected
+        out = layout.leaves
+        self._simple = (
+            len(sel) == 1
+            and sel[0].tree.is_leaf
+            and len(self.specs) == 1
+            and not self.specs[0].complex
+            and self.specs[0].shape != ()
+            and layout.tree.is_leaf
+            and len(out) == 1
+            and not out[0].complex
+        )
+
+    @property
+    def size(self) -> int:
+        return int(self.bounds[-1])
+
+    def leaves(self, v: onp.ndarray) -> list:
+        out = []
+        for s, a, b in zip(self.specs, self.bounds[:-1], self.bounds[1:]):
+            seg = onp.array(v[a:b], dtype=s.real_dtype)  # a fresh copy
+            value = s.from_real(seg)
+            if s.pytype is not None:
+                value = s.pytype(value)
+            elif s.shape == ():
+                value = onp.asarray(value, dtype=s.dtype)[()]
+            out.append(self._in(value) if self._in is not None else value)
+        return out
+
+    def _seed(self) -> None:
+        if self.reseed is not None:
+            onp.random.seed(self.reseed)  # noqa: NPY002 - the global generator is the point
+            random.seed(self.reseed)
+
+    def __call__(self, v: onp.ndarray) -> onp.ndarray:
+        self._seed()
+        if self._simple:
+            spec, call = self.specs[0], self.call
+            x = onp.array(v, dtype=spec.dtype).reshape(spec.shape)  # a fresh copy
+            if self._in is not None:
+                x = self._in(x)
+            slot = call.selected[0].slot
+            if isinstance(slot, str):
+                y = call.f(*call.args, **{**call.kwargs, slot: x})
+            else:
+                args = list(call.args)
+                args[slot] = x
+                y = call.f(*args, **call.kwargs)
+            if self._out is not None:
+                y = self._out(y)
+            if (
+                type(y) is onp.ndarray
+                and y.dtype.kind == "f"
+                and y.shape == self.layout.leaves[0].shape
+            ):
+                return y.astype(float, copy=False).ravel()
+        else:
+            y = self.call(*self.leaves(v))
+            if self._out is not None:
+                y = map_leaves(self._out, y)
+        self.layout.check(y, " between evaluations")
+        with onp.errstate(all="ignore"):
+            return onp.asarray(self.layout.realify(y), dtype=float)
+
+    def batch(self, X: onp.ndarray) -> onp.ndarray:
+        return onp.stack([self(x) for x in X]) if len(X) else onp.zeros((0, self.layout.real_size))
+
+    def vectorized(self, X: onp.ndarray) -> onp.ndarray:
+        leaves = []
+        for s, a, b in zip(self.specs, self.bounds[:-1], self.bounds[1:]):
+            batch = s.from_real_batch(onp.array(X[:, a:b]))
+            leaves.append(self._in(batch) if self._in is not None else batch)
+        self._seed()
+        y = self.call(*leaves)
+        if self._out is not None:
+            y = map_leaves(self._out, y)
+        ys, _ = flatten(y)
+        parts = []
+        for yk, spec in zip(ys, self.layout.specs):
+            if spec is None:
+                continue
+            arr = onp.asarray(yk)
+            if arr.ndim == 0 or arr.shape[0] != X.shape[0] or arr.shape[1:] != spec.shape:
+                raise ValueError(
+                    f"vectorized=True means f maps a leading batch axis: given a batch of "
+                    f"{X.shape[0]} points, output {spec.name} has shape {arr.shape}, not "
+                    f"{(X.shape[0],) + spec.shape}. Make f accept inputs of shape "
+                    "(batch, ...) or pass vectorized=False."
+                )
+            p = arr.reshape(X.shape[0], -1)
+            parts.append(onp.hstack([p.real, p.imag]) if onp.iscomplexobj(p) else p)
+        return onp.hstack(parts).astype(float)

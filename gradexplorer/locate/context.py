@@ -1,0 +1,119 @@
+"""The directions each operation's inputs actually move in, inside f.
+
+f is re-traced at a few nearby points ``x ± ε·v``; for every recorded
+operation, the difference of its inputs between the two traces is a tangent
+it really receives. A rule that is right only for inputs of the structure f
+gives them (a symmetrised gradient for a covariance built symmetric) is then
+checked in that structure, as it is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as onp
+
+from ..backends.base import OpRecord
+from ..core.tree import flatten, float_kind
+from ..fd.steps import default_step
+
+__all__ = ["tangents_in_context", "random_tangents", "float_leaves", "real_vector", "shapes"]
+
+
+def real_vector(leaf: Any) -> onp.ndarray:
+    a = onp.asarray(leaf)
+    if a.dtype.kind == "c":
+        return onp.concatenate([a.real.ravel(), a.imag.ravel()])
+    return a.ravel().astype(float)
+
+
+def float_leaves(x: Any) -> list:
+    leaves, _ = flatten(x)
+    return [leaf for leaf in leaves if float_kind(leaf) in ("real", "complex")]
+
+
+def shapes(value: Any) -> tuple:
+    """The shapes of a value's leaves (containers included)."""
+    leaves, tree = flatten(value)
+    return (tree, tuple(onp.shape(leaf) for leaf in leaves))
+
+
+def _aligned(a: list[OpRecord], b: list[OpRecord]) -> int:
+    """How many leading records two traces share (same operations, same shapes)."""
+    k = 0
+    for r, s in zip(a, b):
+        if r.fun is not s.fun or shapes(r.value) != shapes(s.value):
+            break
+        k += 1
+    return k
+
+
+def tangents_in_context(call, values, specs, records, gen, directions, backend):
+    """For each record and each direction: the tangent of each traced argument
+    (a structure like the argument), from re-traces at x ± ε·v."""
+    out = [[] for _ in records]
+    aligned_all = len(records)
+    for _ in range(directions):
+        plus, minus = [], []
+        eps_scale = []
+        for s, v in zip(specs, values):
+            r = s.to_real(v).astype(float)
+            step = default_step(r) * 2.0**-12
+            dv = gen.standard_normal(r.size) * step
+            plus.append(s.from_real(r + dv) if s.shape else s.from_real(r + dv))
+            minus.append(s.from_real(r - dv))
+            eps_scale.append(1.0)
+        plus = [_cast(p, v, s) for p, v, s in zip(plus, values, specs)]
+        minus = [_cast(m, v, s) for m, v, s in zip(minus, values, specs)]
+        try:
+            rp = backend.record(call, plus)
+            rm = backend.record(call, minus)
+        except Exception:
+            aligned_all = 0
+            break
+        k = min(_aligned(records, rp), _aligned(records, rm))
+        aligned_all = min(aligned_all, k)
+        for i in range(min(k, len(records))):
+            rec = records[i]
+            tans = []
+            for a in rec.argnums:
+                ap, am = rp[i].args[a], rm[i].args[a]
+                lp, tree = flatten(ap)
+                lm, _ = flatten(am)
+                tl = []
+                for x1, x2 in zip(lp, lm):
+                    if float_kind(x1) in ("real", "complex"):
+                        tl.append((onp.asarray(x1) - onp.asarray(x2)) / 2.0)
+                    else:
+                        tl.append(None)
+                tans.append((tree, tl))
+            out[i].append(tans)
+    return out, aligned_all
+
+
+def _cast(new, old, spec):
+    if spec.pytype is not None:
+        return spec.pytype(new)
+    return onp.asarray(new, dtype=spec.dtype) if spec.shape else onp.asarray(new, spec.dtype)[()]
+
+
+def random_tangents(rec: OpRecord, gen) -> list:
+    """Directions for an operation the re-traces could not align: random ones."""
+    tans = []
+    for a in rec.argnums:
+        leaves, tree = flatten(rec.args[a])
+        tl = []
+        for x in leaves:
+            kind = float_kind(x)
+            if kind == "real":
+                tl.append(
+                    gen.standard_normal(onp.shape(x))
+                    * max(float(onp.max(onp.abs(x), initial=0)), 1.0)
+                )
+            elif kind == "complex":
+                z = gen.standard_normal(onp.shape(x)) + 1j * gen.standard_normal(onp.shape(x))
+                tl.append(z * max(float(onp.max(onp.abs(x), initial=0)), 1.0))
+            else:
+                tl.append(None)
+        tans.append((tree, tl))
+    return tans

@@ -1,0 +1,251 @@
+"""One operation's own derivative, checked alone at the inputs it saw.
+
+Along each tangent the operation receives in f: its VJP (for a random
+cotangent) and its JVP, where a rule exists, against finite differences of the
+operation itself, with the same error estimates and rule as the full check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as onp
+
+from ..backends.base import OpRecord
+from ..check.judging import FD_SAFETY, RTOL_ULPS
+from ..check.report import CheckReport
+from ..core.tree import flatten, float_kind, unflatten
+from ..fd.jacobian import fd_columns
+from .context import float_leaves, real_vector
+
+__all__ = ["check_operation", "culprit_report"]
+
+
+def _perturbed_args(rec: OpRecord, tangent_sets, weights):
+    """The record's arguments moved by Σ_k weights[k]·tangent_k."""
+    args = list(rec.args)
+    for slot, a in enumerate(rec.argnums):
+        leaves, tree = flatten(rec.args[a])
+        new = []
+        for q, x in enumerate(leaves):
+            delta = None
+            for w, tans in zip(weights, tangent_sets):
+                t = tans[slot][1][q]
+                if t is not None and w != 0:
+                    delta = w * t if delta is None else delta + w * t
+            if delta is None:
+                new.append(x)
+            else:
+                v = onp.asarray(x) + delta
+                new.append(
+                    v.astype(onp.asarray(x).dtype)
+                    if onp.ndim(x)
+                    else type(x)(v)
+                    if isinstance(x, (float, complex))
+                    else v.astype(onp.asarray(x).dtype)[()]
+                )
+        args[a] = unflatten(tree, new)
+    return args
+
+
+def _pair(cot: Any, tangent) -> float:
+    """Re Σ cot·t over the leaves of one argument (autograd's pairing)."""
+    tree, tl = tangent
+    leaves, _ = flatten(cot)
+    total = 0.0
+    for c, t in zip(leaves, tl):
+        if t is None or c is None:
+            continue
+        total += float(onp.real(onp.sum(onp.asarray(c) * t)))
+    return total
+
+
+def _random_cotangent(value: Any, gen):
+    leaves, tree = flatten(value)
+    out = []
+    for x in leaves:
+        kind = float_kind(x)
+        if kind == "real":
+            u = gen.standard_normal(onp.shape(x))
+            out.append(u.astype(onp.asarray(x).dtype) if onp.ndim(x) else float(u))
+        elif kind == "complex":
+            u = gen.standard_normal(onp.shape(x)) + 1j * gen.standard_normal(onp.shape(x))
+            out.append(u.astype(onp.asarray(x).dtype) if onp.ndim(x) else complex(u))
+        else:
+            out.append(onp.zeros_like(x) if onp.ndim(x) else 0)
+    return unflatten(tree, out)
+
+
+def _u_real(u: Any, value: Any) -> onp.ndarray:
+    """u as a real vector against the realified output: Re(ū·dy) = [Re ū, -Im ū]·[Re dy, Im dy]."""
+    parts = []
+    for uu, x in zip(flatten(u)[0], flatten(value)[0]):
+        kind = float_kind(x)
+        if kind == "real":
+            parts.append(onp.ravel(onp.asarray(uu, dtype=float)))
+        elif kind == "complex":
+            a = onp.asarray(uu)
+            parts.extend([a.real.ravel(), -a.imag.ravel()])
+    return onp.concatenate(parts) if parts else onp.zeros(0)
+
+
+def _eps_of(x: Any) -> float:
+    rdt = [onp.asarray(leaf).real.dtype for leaf in float_leaves(x)]
+    return max((float(onp.finfo(d).eps) for d in rdt if d.kind == "f"), default=2.0**-52)
+
+
+def _is_plumbing(rec: OpRecord) -> bool:
+    """autograd's own gradient bookkeeping (sparse cotangents, container untakes)."""
+    values = [rec.value] + [rec.args[a] for a in rec.argnums]
+    return any(type(leaf).__name__ == "SparseObject" for v in values for leaf in flatten(v)[0])
+
+
+def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[str, float]:
+    """``(verdict, violation)`` of one operation along the given tangents."""
+    if _is_plumbing(rec) or rec.name in ("container_untake", "sparse_add"):
+        return "not checked: autograd's internal gradient bookkeeping", onp.nan
+    out_leaves = float_leaves(rec.value)
+    if not out_leaves:
+        return "not checked: its output is not a float array", onp.nan
+    if not any(t is not None for tans in tangent_sets for _, tl in tans for t in tl):
+        return "not checked: its inputs do not move with f's input", onp.nan
+    # scale the tangents to a step of ~2^-8 of the arguments' size
+    K = len(tangent_sets)
+    arg_scale = (
+        max(
+            (
+                float(onp.max(onp.abs(leaf), initial=0.0))
+                for a in rec.argnums
+                for leaf in float_leaves(rec.args[a])
+            ),
+            default=1.0,
+        )
+        or 1.0
+    )
+    scaled = []
+    for tans in tangent_sets:
+        tmax = max(
+            (
+                float(onp.max(onp.abs(t), initial=0.0))
+                for _, tl in tans
+                for t in tl
+                if t is not None
+            ),
+            default=0.0,
+        )
+        c = arg_scale / tmax if tmax > 0 else 0.0
+        scaled.append([(tree, [None if t is None else t * c for t in tl]) for tree, tl in tans])
+    y0 = onp.concatenate([real_vector(v) for v in out_leaves])
+
+    def evaluate(E: onp.ndarray) -> onp.ndarray:
+        rows = []
+        for w in E:
+            y = backend.op_eval(rec, _perturbed_args(rec, scaled, w))
+            leaves = float_leaves(y)
+            rows.append(
+                onp.concatenate([real_vector(v) for v in leaves])
+                if leaves
+                else onp.full(y0.size, onp.nan)
+            )
+        return onp.asarray(rows, dtype=float)
+
+    x0 = onp.zeros(K)
+    steps = onp.full(K, 2.0**-8)
+    spacing = onp.full(K, onp.finfo(float).smallest_subnormal)
+    eps = _eps_of(rec.value)
+    try:
+        with onp.errstate(all="ignore"):
+            N, E, R, _, _ = fd_columns(
+                evaluate, x0, y0, steps, spacing, "richardson", out_eps=eps, rng=gen
+            )
+    except Exception as exc:
+        return f"not checked: it fails on nearby inputs ({type(exc).__name__})", onp.nan
+    rt = RTOL_ULPS * max(eps, max(_eps_of(rec.args[a]) for a in rec.argnums))
+    worst, verdict = 0.0, "ok"
+    # reverse mode, along each tangent
+    try:
+        u = _random_cotangent(rec.value, gen)
+        cots = backend.op_vjp(rec, u)
+    except NotImplementedError as exc:
+        return f"not checked: {exc}", onp.nan
+    except Exception as exc:
+        return f"not checked: its VJP raised {type(exc).__name__}", onp.nan
+    ur = _u_real(u, rec.value)
+    judged = False
+    for k, tans in enumerate(scaled):
+        a = sum(_pair(c, t) for c, t in zip(cots, tans))
+        ok = onp.isfinite(E[:, k])
+        if not ok.any():
+            continue
+        n = float(ur[ok] @ N[ok, k])
+        e = float(onp.abs(ur[ok]) @ E[ok, k])
+        mag = max(abs(a), abs(n))
+        v = abs(a - n) / (FD_SAFETY * e + rt * mag + onp.finfo(float).tiny)
+        judged = True
+        worst = max(worst, v)
+    if not judged:
+        return (
+            "not checked: finite differences cannot resolve it here (kink, jump or noise)",
+            onp.nan,
+        )
+    if worst > 1:
+        return "wrong VJP", worst
+    # forward mode, where a rule exists
+    for k, tans in enumerate(scaled):
+        try:
+            jv = backend.op_jvp(
+                rec,
+                [
+                    unflatten(
+                        tree,
+                        [
+                            onp.zeros_like(x) if t is None else t
+                            for x, t in zip(flatten(rec.args[a])[0], tl)
+                        ],
+                    )
+                    for a, (tree, tl) in zip(rec.argnums, tans)
+                ],
+            )
+        except NotImplementedError:
+            break
+        except Exception:
+            break
+        jl = float_leaves(jv)
+        if not jl:
+            continue
+        jr = onp.concatenate([real_vector(v) for v in jl])
+        ok = onp.isfinite(E[:, k])
+        if jr.size != ok.size:
+            break
+        with onp.errstate(all="ignore"):
+            v = onp.abs(jr - N[:, k]) / (
+                FD_SAFETY * E[:, k] + rt * onp.abs(jr) + onp.finfo(float).tiny
+            )
+        vmax = float(onp.max(v[ok], initial=0.0))
+        if vmax > 1:
+            verdict = "wrong JVP"
+            worst = max(worst, vmax)
+    return verdict, worst
+
+
+def culprit_report(rec: OpRecord, rng, backend) -> CheckReport | None:
+    """The culprit's own Jacobian, checked entry by entry (for the picture)."""
+    from ..check.api import check_grads
+
+    for a in rec.argnums:
+        if not float_leaves(rec.args[a]):
+            continue
+
+        def local(x, a=a):
+            args = list(rec.args)
+            args[a] = x
+            return backend.op_eval(rec, args)
+
+        local.__name__ = rec.name
+        try:
+            r = check_grads(local, rec.args[a], rng=rng, mode="full")
+        except Exception:
+            continue
+        if not r.passed:
+            return r
+    return None

@@ -1,0 +1,111 @@
+"""Where is the bug? Trace f, check every operation's own derivative, name the first wrong one.
+
+A Jacobian heatmap says *which entries* are wrong; ``locate`` says *which
+operation*, and on which line of the user's code it was called. f is traced
+once; each recorded operation is then checked on its own, at the inputs it
+saw, along the directions its inputs actually move in f: f is re-traced at a
+few nearby points, and the differences of each operation's inputs between
+those traces are the tangents the operation really receives. A rule that is
+right only for inputs of the structure f gives it (a symmetrised gradient for
+a covariance built symmetric) is then right, as it is in context.
+
+The first operation, in evaluation order, whose VJP (or JVP) disagrees with
+finite differences of the operation itself is the culprit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as onp
+
+from ..backends import get_backend
+from ..check.problem import as_rng
+from ..core.calls import bind_call
+from .context import random_tangents, shapes, tangents_in_context
+from .local_check import check_operation, culprit_report
+from .result import Localization, OpNode
+from .sites import source_of
+
+__all__ = ["locate", "Localization", "OpNode", "DIRECTIONS"]
+
+#: Nearby points re-traced to find the directions each operation's inputs move in.
+DIRECTIONS = 3
+
+
+def locate(
+    f: Callable,
+    *args: Any,
+    wrt: Any = 0,
+    rng: Any = 0,
+    directions: int = DIRECTIONS,
+    backend: str | None = None,
+    **kwargs: Any,
+) -> Localization:
+    """Trace f at ``args`` and check every operation's own derivative.
+
+    Parameters
+    ----------
+    f : callable
+        Written with ``autograd.numpy`` and custom primitives; arguments may
+        be nested lists / tuples / dicts of arrays.
+    *args
+        The point; keyword arguments go to f.
+    wrt : int, str or sequence of them
+        The input(s) to trace from.
+    rng : Generator, RandomState or int
+        For the directions and cotangents of the local checks.
+    directions : int
+        Nearby points re-traced to learn the directions in which each
+        operation's inputs move.
+    backend : {"autograd", "torch", "jax"}, optional
+        The AD system f is written for (default: from the arguments).
+
+    Returns
+    -------
+    Localization
+        ``nodes`` in evaluation order; ``culprit`` the first with a wrong
+        derivative, or None; operations that could not be checked say why.
+
+    Examples
+    --------
+    >>> import autograd.numpy as anp, numpy as np
+    >>> loc = locate(lambda x: anp.sum(anp.sin(x) * x), np.array([0.3, 0.7]))
+    >>> [n.name for n in loc.nodes], loc.culprit
+    (['sin', 'multiply', 'sum'], None)
+    """
+    gen = as_rng(rng)
+    system = get_backend(backend, list(args) + list(kwargs.values()))
+    call = bind_call(f, args, kwargs, wrt, constants_ok=False, container=system.container)
+    values, specs = call.values, call.specs
+    records = system.record(call, values)
+    tangents, aligned = tangents_in_context(
+        call, values, specs, records, gen, max(1, int(directions)), system
+    )
+    nodes, culprit = [], None
+    for i, rec in enumerate(records):
+        tangent_sets = tangents[i] if i < aligned and tangents[i] else [random_tangents(rec, gen)]
+        try:
+            verdict, err = check_operation(rec, tangent_sets, gen, system)
+        except Exception as exc:  # an operation the checker cannot evaluate on its own
+            verdict, err = f"not checked: {type(exc).__name__}: {exc}"[:120], onp.nan
+        source, code = source_of(rec, system)
+        wrong_first = verdict.startswith("wrong") and culprit is None
+        report = culprit_report(rec, gen, system) if wrong_first else None
+        node = OpNode(
+            rec.index,
+            rec.name,
+            source,
+            verdict,
+            err,
+            rec.parents,
+            tuple(shapes(rec.args[a])[1] for a in rec.argnums),
+            shapes(rec.value)[1],
+            report,
+            code,
+        )
+        nodes.append(node)
+        if culprit is None and node.wrong:
+            culprit = node
+    return Localization(tuple(nodes), culprit, getattr(f, "__name__", "f"))

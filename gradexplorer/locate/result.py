@@ -1,0 +1,122 @@
+"""The outcome of :func:`gradexplorer.locate`: the traced operations and the culprit."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as onp
+
+from ..check.report import CheckReport
+
+__all__ = ["OpNode", "Localization"]
+
+
+@dataclass(frozen=True)
+class OpNode:
+    """One traced operation.
+
+    ``name`` is the primitive's own name (``softplus``, ``dot``); ``source``
+    where the user's code called it (``path/file.py:LINE``, or in a notebook
+    ``cell [N], line L``) and ``code`` that line's text; ``verdict`` is
+    ``ok``, ``wrong VJP``, ``wrong JVP`` or ``not checked: <reason>``;
+    ``local_error`` the largest violation of its local check (> 1 fails).
+    """
+
+    index: int
+    name: str
+    source: str
+    verdict: str
+    local_error: float
+    parents: tuple[int, ...]
+    in_shapes: tuple
+    out_shape: tuple
+    report: CheckReport | None = field(default=None, repr=False, compare=False)
+    code: str = ""
+
+    @property
+    def wrong(self) -> bool:
+        return self.verdict.startswith("wrong")
+
+    @property
+    def checked(self) -> bool:
+        return not self.verdict.startswith("not checked")
+
+    def __str__(self) -> str:
+        err = f"{self.local_error:.3g}" if onp.isfinite(self.local_error) else "-"
+        return f"#{self.index:<3} {self.name:<16} {self.source:<36} {self.verdict:<12} {err}"
+
+
+@dataclass(frozen=True, repr=False)
+class Localization:
+    """The traced operations of f and the first one with a wrong derivative."""
+
+    nodes: tuple[OpNode, ...]
+    culprit: OpNode | None
+    function: str = "f"
+
+    @property
+    def unchecked(self) -> tuple[OpNode, ...]:
+        return tuple(n for n in self.nodes if not n.checked)
+
+    def __repr__(self) -> str:
+        return f"<Localization of {self.function}: {self._headline()}>"
+
+    def _headline(self) -> str:
+        n, skipped = len(self.nodes), len(self.unchecked)
+        if self.culprit is not None:
+            c = self.culprit
+            return f"culprit: {c.name} at {c.source} ({c.verdict}), operation {c.index + 1} of {n}"
+        if not n:
+            return "no operation depends on the input"
+        if skipped:
+            return (
+                f"{n - skipped} of {n} operations checked, all with right derivatives; "
+                f"{skipped} not checked (see below)"
+            )
+        return f"all {n} operations have right derivatives"
+
+    def __str__(self) -> str:
+        lines = [
+            f"locate({self.function}): {self._headline()}",
+            f"  {'#':<4} {'operation':<16} {'called at':<36} {'verdict':<12} violation",
+        ]
+        for n in self.nodes:
+            mark = ">" if n is self.culprit else " "
+            lines.append(f"{mark} {n}")
+        c = self.culprit
+        if c is not None and c.code:
+            lines.append(f"  {c.source}: {c.code}")
+        if c is not None and c.report is not None:
+            lines.append("  the culprit's own derivative:")
+            lines.extend("    " + ln for ln in str(c.report).splitlines()[:8])
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for n in self.nodes:
+            style = ' style="background:#fde2d0;font-weight:bold"' if n is self.culprit else ""
+            err = f"{n.local_error:.3g}" if onp.isfinite(n.local_error) else "–"
+            code = f"<br><code>{html.escape(n.code)}</code>" if n.code and n is self.culprit else ""
+            rows.append(
+                f"<tr{style}><td>{n.index}</td><td>{html.escape(n.name)}</td>"
+                f"<td><code>{html.escape(n.source)}</code>{code}</td>"
+                f"<td>{html.escape(n.verdict)}</td><td>{err}</td></tr>"
+            )
+        return (
+            f"<div><b>{html.escape(self._headline())}</b><table><tr><th>#</th>"
+            "<th>operation</th><th>called at</th><th>verdict</th><th>violation</th></tr>"
+            f"{''.join(rows)}</table></div>"
+        )
+
+    def _repr_png_(self) -> bytes:
+        from ..display import render
+
+        return render(self, png=True)
+
+    def plot(self, fig: Any = None):
+        """The traced graph coloured by verdict, and the culprit's local check."""
+        from ..display import render
+
+        return render(self, fig)
