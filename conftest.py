@@ -9,3 +9,17 @@ def _legacy_scalar_repr(doctest_namespace):
         np.set_printoptions(legacy="1.25")
     yield
     np.set_printoptions(legacy=False)
+
+
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+# Modules for an optional AD system are not collected (doctests) when it is absent.
+collect_ignore = []
+if _missing("torch"):
+    collect_ignore += ["gradexplorer/backends/torch", "gradexplorer/gallery/for_torch.py"]
+if _missing("jax"):
+    collect_ignore += ["gradexplorer/backends/jax", "gradexplorer/gallery/for_jax.py"]

@@ -32,8 +32,8 @@ RANK = {
 #: Only these layers may import an AD library itself (the gallery is user code).
 AD_LIBRARIES = {
     "autograd": {"backends", "ad", "gallery"},
-    "torch": {"backends"},
-    "jax": {"backends"},
+    "torch": {"backends", "gallery"},
+    "jax": {"backends", "gallery"},
 }
 DISPLAY_LIBRARIES = {"matplotlib": {"display", "explorer"}, "ipywidgets": {"explorer"}}
 

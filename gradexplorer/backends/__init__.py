@@ -6,13 +6,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.tree import flatten
-from .base import Backend, OpRecord
+from .base import PRECISIONS, Backend, OpRecord, Prepared
 
-__all__ = ["get_backend", "Backend", "OpRecord", "NAMES"]
+__all__ = ["get_backend", "opened", "Backend", "OpRecord", "Prepared", "NAMES", "PRECISIONS"]
 
 NAMES = ("autograd", "torch", "jax")
 
@@ -35,16 +37,19 @@ def _load(name: str):
     raise ValueError(f"backend must be one of {list(NAMES)} or None; got {name!r}.")
 
 
-def get_backend(name: str | None = None, args: Any = ()) -> Any:
-    """The backend named, or the one the arguments' arrays belong to.
+def get_backend(name: str | None = None, args: Any = (), f: Any = None) -> Any:
+    """The backend named, or the one the arguments' arrays (or f, a torch
+    ``nn.Module``) belong to.
 
     torch tensors select torch and jax arrays select jax; numpy selects
     autograd. Neither torch nor jax is imported unless the arguments (or the
     name) ask for it.
     """
     if name is not None:
-        return _load(name)
+        return _load(name) if isinstance(name, str) else name  # a backend object itself
     leaves, _ = flatten(list(args) if isinstance(args, (list, tuple)) else [args])
+    if f is not None:
+        leaves.append(f)
     for system in ("torch", "jax"):
         if system in sys.modules and any(_belongs(leaf, system) for leaf in leaves):
             return _load(system)
@@ -53,6 +58,35 @@ def get_backend(name: str | None = None, args: Any = ()) -> Any:
 
 def _belongs(x: Any, system: str) -> bool:
     if system == "torch":
-        return isinstance(x, sys.modules["torch"].Tensor)
+        torch = sys.modules["torch"]
+        return isinstance(x, (torch.Tensor, torch.nn.Module))
     jax = sys.modules["jax"]
-    return isinstance(x, jax.Array) or type(x).__module__.startswith("jax")
+    return isinstance(x, jax.Array) or type(x).__module__.startswith(("jax", "jaxlib"))
+
+
+@contextlib.contextmanager
+def opened(
+    f: Callable,
+    args: tuple,
+    kwargs: dict,
+    wrt: Any,
+    *,
+    backend: str | None = None,
+    precision: str | None = None,
+) -> Iterator[tuple[Any, Prepared]]:
+    """The backend for this call and the call as it is checked, inside the
+    backend's session (every entry point runs its whole work in here).
+
+    >>> import numpy as np
+    >>> with opened(np.sin, (np.ones(2, np.float32),), {}, 0, precision="float64") as (b, p):
+    ...     b.name, p.args[0].dtype
+    ('autograd', dtype('float64'))
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(
+            f"precision must be None (float64 for torch and jax, the inputs' own for numpy), "
+            f"'float64' or 'native'; got {precision!r}."
+        )
+    system = get_backend(backend, list(args) + list(kwargs.values()), f)
+    with system.session(precision):
+        yield system, system.prepare(f, tuple(args), dict(kwargs), wrt, precision)

@@ -30,6 +30,19 @@ backend is a module (or any object) with these members:
     One recorded operation's own VJP, JVP, and evaluation on new arguments.
 ``definition_site(rec) -> (path, line) | None``
     Where the operation's own code is defined.
+``op_function(rec, slot) -> g``
+    The operation as a function of its argument ``slot`` alone, on the
+    system's own arrays (to check the culprit's Jacobian entry by entry).
+``float_kind(x)``
+    ``"real"``/``"complex"`` for a leaf this system differentiates, else why not.
+``prepare(f, args, kwargs, wrt, precision) -> Prepared``
+    The call as it is checked: in float64 unless ``precision="native"``
+    (torch and jax promote lower precisions; numpy keeps its own unless
+    ``precision="float64"``), a torch ``nn.Module`` as a function of its
+    named parameters.
+``session(precision)``
+    A context manager around a whole check (jax's 64-bit mode; torch's
+    default dtype while f runs).
 """
 
 from __future__ import annotations
@@ -39,7 +52,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Backend", "OpRecord", "user_frames", "PACKAGE_DIR"]
+__all__ = ["Backend", "OpRecord", "Prepared", "user_frames", "promotion_note", "PACKAGE_DIR"]
+
+#: The precisions a check may run in: None is each system's default.
+PRECISIONS = (None, "float64", "native")
 
 #: gradexplorer's own folder: its frames are not the user's code (the gallery's are).
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +77,29 @@ class OpRecord:
     name: str = ""
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A call ready to bind: f, its arguments and ``wrt`` after promotion."""
+
+    f: Any
+    args: tuple
+    kwargs: dict
+    wrt: Any
+    notes: tuple = ()
+
+
+def promotion_note(seen: list) -> str:
+    """Say which inputs were promoted to float64, and how to check them as they are."""
+    named = ", ".join(f"{label} ({dtype})" for label, dtype in seen[:6])
+    more = f" and {len(seen) - 6} more" if len(seen) > 6 else ""
+    low = sorted({d for _, d in seen})
+    return (
+        f"checked in float64: {named}{more} promoted on copies. gx.check_precision judges "
+        f"the {'/'.join(low)} gradient itself against float64; precision='native' checks "
+        "it with finite differences in its own precision."
+    )
+
+
 @runtime_checkable
 class Backend(Protocol):
     name: str
@@ -79,6 +118,10 @@ class Backend(Protocol):
     def op_jvp(self, rec: OpRecord, tangents: Any) -> Any: ...
     def op_eval(self, rec: OpRecord, args: Any) -> Any: ...
     def definition_site(self, rec: OpRecord) -> tuple[str, int] | None: ...
+    def op_function(self, rec: OpRecord, slot: int) -> Any: ...
+    def float_kind(self, x: Any) -> str: ...
+    def prepare(self, f: Any, args: tuple, kwargs: dict, wrt: Any, precision: Any) -> Prepared: ...
+    def session(self, precision: Any = None) -> Any: ...
 
 
 def user_frames(library_dirs: tuple[str, ...], stop: Any, skip: int = 2) -> tuple:

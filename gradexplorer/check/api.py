@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as onp
 
+from ..backends import opened
 from ..core.guards import keeping_random_state
 from ..core.tree import Leaf
 from ..fd.steps import METHODS
@@ -45,6 +46,7 @@ def check_grads(
     step: Any = None,
     reseed: int | None = None,
     backend: str | None = None,
+    precision: str | None = None,
     **kwargs: Any,
 ) -> CheckReport:
     """Check f's derivatives against finite differences, entry by entry.
@@ -87,7 +89,15 @@ def check_grads(
         inside (dropout, a sampled variational bound).
     backend : {"autograd", "torch", "jax"}, optional
         The AD system f is written for (default: recognised from the
-        arguments: torch tensors, jax arrays, else numpy for autograd).
+        arguments: torch tensors, jax arrays or a torch ``nn.Module`` f,
+        else numpy for autograd). For a module, ``wrt`` names parameters
+        (``"fc1.weight"``, or a submodule ``"fc1"``); None checks them all.
+    precision : {None, "float64", "native"}
+        The precision of the check. None: float64 for torch and jax (float32,
+        float16 and bfloat16 inputs are promoted on copies, as torch's
+        gradcheck asks for double), the inputs' own for numpy. "native" checks
+        in the inputs' precision; :func:`check_precision` judges a
+        low-precision gradient against float64 instead.
 
     Returns
     -------
@@ -114,14 +124,16 @@ def check_grads(
     if reseed is not None and not isinstance(reseed, (int, onp.integer)):
         raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
     gen = as_rng(rng)
-    with keeping_random_state(reseed is not None):
-        return _check_grads(
-            f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed, backend
-        )
+    with (
+        keeping_random_state(reseed is not None),
+        opened(f, args, kwargs, wrt, backend=backend, precision=precision) as (system, prep),
+    ):
+        p = build_problem(prep.f, prep.args, prep.kwargs, prep.wrt, reseed=reseed, backend=system)
+        p.extra_notes.extend(prep.notes)
+        return _check_grads(p, order, mode, atol, rtol, gen, method, step)
 
 
-def _check_grads(f, args, kwargs, wrt, order, mode, atol, rtol, gen, method, step, reseed, backend):
-    p = build_problem(f, args, kwargs, wrt, reseed=reseed, backend=backend)
+def _check_grads(p, order, mode, atol, rtol, gen, method, step):
     p.step = step
     p.steps(method)  # validates step now, with a clear message
     n, m = p.n, p.m
@@ -211,7 +223,7 @@ def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:
         p.not_checked,
         backend=backend,
     )
-    q.extra_notes = [
+    q.extra_notes = list(p.extra_notes) + [
         "order 2 checks the VJP's derivatives: columns "
         + ", ".join(s.name for s in p.cols.sides)
         + (" give the Hessian" if scalar else " give the Hessian of u·y for a random u")

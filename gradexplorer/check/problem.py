@@ -140,11 +140,20 @@ def build_problem(
 ) -> Problem:
     """Validate the call, guard against mutation and non-determinism, realify.
 
-    ``backend`` names the AD system (None: the one the arguments' arrays
-    belong to, autograd for numpy).
+    ``backend`` names the AD system, or is the backend itself (None: the one
+    the arguments' arrays belong to, autograd for numpy). Precision and
+    modules are the caller's business (:func:`gradexplorer.backends.opened`).
     """
     backend = get_backend(backend, list(args) + list(kwargs.values()))
-    call = bind_call(f, args, kwargs, wrt, constants_ok=True, container=backend.container)
+    call = bind_call(
+        f,
+        args,
+        kwargs,
+        wrt,
+        constants_ok=True,
+        container=backend.container,
+        kind_of=backend.float_kind,
+    )
     y, layout = guarded_call(call, reseed=reseed, convert=backend.to_numpy)
     specs = call.specs
     vs = [s.to_real(backend.to_numpy(v)) for s, v in zip(specs, call.values)]

@@ -255,6 +255,8 @@ def _leaf_error(label: str, reason: str, value: Any) -> TypeError:
         fix = (
             f"pass floats instead: {label}.astype(float)"
             if hasattr(v, "astype") and onp.ndim(v)
+            else f"pass floats instead: {label}.double()"
+            if hasattr(v, "double")
             else f"pass the float {float(v)!r} instead"
             if isinstance(v, (int, bool, onp.integer, onp.bool_))
             else "pass floats instead"
@@ -275,9 +277,17 @@ def _leaf_error(label: str, reason: str, value: Any) -> TypeError:
     )
 
 
+_CHECKABLE = ("float16", "float32", "float64", "complex64", "complex128")
+
+
 def _check_precision(label: str, spec: Leaf) -> None:
-    rdt = str(spec.real_dtype)
-    if rdt not in ("float16", "float32", "float64"):
+    if spec.dtype in ("bfloat16", "complex32"):
+        raise TypeError(
+            f"input {label} is {spec.dtype}, which finite differences cannot resolve in its "
+            "own precision. Leave precision at its default (the check then runs in float64) "
+            f"and use gx.check_precision to judge the {spec.dtype} gradient against float64."
+        )
+    if spec.dtype not in _CHECKABLE:
         raise TypeError(
             f"input {label} has dtype {spec.dtype}; gradexplorer works in float16, float32 "
             "and float64 (and their complex types): its finite differences would silently "
@@ -286,7 +296,13 @@ def _check_precision(label: str, spec: Leaf) -> None:
 
 
 def select_argument(
-    f: Callable, value: Any, slot: int | str, *, constants_ok: bool, name: str | None = None
+    f: Callable,
+    value: Any,
+    slot: int | str,
+    *,
+    constants_ok: bool,
+    name: str | None = None,
+    kind_of: Callable[[Any], str] = float_kind,
 ) -> Selected:
     """Open one argument into leaves, validate and name them."""
     name = name or param_label(f, slot)
@@ -294,7 +310,7 @@ def select_argument(
     specs, constants = [], []
     for leaf, path in zip(leaves, tree.paths()):
         label = name + path_str(path)
-        kind = float_kind(leaf)
+        kind = kind_of(leaf)
         if kind in ("real", "complex"):
             spec = leaf_of(leaf, label, _positional_of(f, slot), path)
             _check_precision(label, spec)
@@ -322,6 +338,7 @@ def bind_call(
     *,
     constants_ok: bool = False,
     container: Callable | None = None,
+    kind_of: Callable[[Any], str] = float_kind,
 ) -> Call:
     """Resolve ``wrt``, open the selected arguments into leaves and validate them.
 
@@ -330,7 +347,8 @@ def bind_call(
     positional argument that holds a float leaf and lists the others with the
     reason. Without it (the AD operators) such leaves raise a TypeError that
     says how to fix the call. Keyword arguments are constants unless ``wrt``
-    names them.
+    names them. ``kind_of`` classifies a leaf (the AD system's ``float_kind``:
+    torch differentiates tensors, not Python numbers).
     """
     check_callable(f)
     args, kwargs = list(args), dict(kwargs)
@@ -338,9 +356,9 @@ def bind_call(
         selected, skipped = [], []
         for i, a in enumerate(args):
             try:
-                selected.append(select_argument(f, a, i, constants_ok=True))
+                selected.append(select_argument(f, a, i, constants_ok=True, kind_of=kind_of))
             except TypeError:
-                reason = _skip_reason(a)
+                reason = _skip_reason(a, kind_of)
                 if reason is None:  # it holds floats but cannot be used as given: say why
                     raise
                 skipped.append((param_label(f, i), reason))
@@ -357,7 +375,7 @@ def bind_call(
     selected = []
     for slot in slots:
         value = kwargs[slot] if isinstance(slot, str) else args[slot]
-        selected.append(select_argument(f, value, slot, constants_ok=constants_ok))
+        selected.append(select_argument(f, value, slot, constants_ok=constants_ok, kind_of=kind_of))
     call = Call(f, args, kwargs, selected, single, container=container)
     if not call.specs:
         raise TypeError(
@@ -368,12 +386,12 @@ def bind_call(
     return call
 
 
-def _skip_reason(a: Any) -> str | None:
+def _skip_reason(a: Any, kind_of: Callable[[Any], str] = float_kind) -> str | None:
     """Why an argument holds nothing differentiable (None if it does hold floats)."""
     leaves, tree = flatten(a)
     if not leaves:
         return f"an empty structure ({tree.describe()})" if tree.kind != "none" else "None"
-    kinds = sorted({float_kind(v) for v in leaves})
+    kinds = sorted({kind_of(v) for v in leaves})
     if "real" in kinds or "complex" in kinds:
         return None
     if len(leaves) == 1 and tree.is_leaf:

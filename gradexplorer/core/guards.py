@@ -19,14 +19,25 @@ from .calls import Call
 from .outputs import OutputLayout, nonfinite_summary, output_layout
 from .tree import flatten
 
-__all__ = ["guarded_call", "reseeded", "keeping_random_state"]
+__all__ = ["guarded_call", "reseeded", "keeping_random_state", "register_random_source"]
+
+#: Other global generators ``reseed`` covers: name -> (get_state, set_state, seed),
+#: registered by the backends (torch's) when they are loaded.
+_RANDOM_SOURCES: dict[str, tuple] = {}
+
+
+def register_random_source(name: str, get_state, set_state, seed) -> None:
+    """Have ``reseed`` re-seed (and restore) another library's global generator."""
+    _RANDOM_SOURCES[name] = (get_state, set_state, seed)
 
 
 def reseeded(seed: int | None) -> None:
-    """Re-seed numpy's and Python's global random generators (no-op for None)."""
+    """Re-seed numpy's, Python's (and registered) global random generators (no-op for None)."""
     if seed is not None:
         onp.random.seed(seed)  # noqa: NPY002 - the global generator is the point
         random.seed(seed)
+        for _, _, seed_fn in _RANDOM_SOURCES.values():
+            seed_fn(seed)
 
 
 class keeping_random_state:
@@ -39,12 +50,15 @@ class keeping_random_state:
     def __enter__(self):
         if self.active:
             self._np, self._py = onp.random.get_state(), random.getstate()  # noqa: NPY002 - the global generator is the point
+            self._others = {k: get() for k, (get, _, _) in _RANDOM_SOURCES.items()}
         return self
 
     def __exit__(self, *exc):
         if self.active:
             onp.random.set_state(self._np)  # noqa: NPY002 - the global generator is the point
             random.setstate(self._py)
+            for k, state in self._others.items():
+                _RANDOM_SOURCES[k][1](state)
         return False
 
 
@@ -134,7 +148,8 @@ def guarded_call(
             "draws random numbers (dropout, a sampled variational objective), pass reseed=0 "
             "to re-seed numpy's global generator before every call, or make the generator "
             "inside f from a fixed seed (np.random.default_rng(0)); a generator created "
-            "outside f keeps advancing between calls."
+            "outside f keeps advancing between calls. (A torch model: model.eval() turns "
+            "dropout off; reseed re-seeds torch's generator too.)"
         )
     return y1, layout
 

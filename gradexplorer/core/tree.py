@@ -34,6 +34,7 @@ __all__ = [
     "leaf_of",
     "float_kind",
     "unbox",
+    "dtype_name",
 ]
 
 Path = tuple
@@ -195,8 +196,9 @@ def float_kind(x: Any) -> str | None:
     if isinstance(v, onp.ma.MaskedArray):
         return "a masked array"
     dtype = getattr(v, "dtype", None)
-    if dtype is None or not isinstance(v, (onp.ndarray, onp.generic)):
-        return f"a {type(v).__name__} object"
+    if not isinstance(v, (onp.ndarray, onp.generic)):
+        foreign = _foreign_kind(v)
+        return foreign if foreign is not None else f"a {type(v).__name__} object"
     kind = onp.dtype(dtype).kind
     if kind == "f":
         return "real"
@@ -207,6 +209,31 @@ def float_kind(x: Any) -> str | None:
     if kind == "b":
         return "a bool array"
     return f"an array of dtype {dtype}"
+
+
+def dtype_name(x: Any) -> str:
+    """The dtype's name without its library's prefix: ``float32``, ``bfloat16``."""
+    return str(getattr(unbox(x), "dtype", onp.asarray(unbox(x)).dtype)).removeprefix("torch.")
+
+
+_FOREIGN_KINDS = {
+    "float16": "real", "bfloat16": "real", "float32": "real", "float64": "real",
+    "complex32": "complex", "complex64": "complex", "complex128": "complex",
+    "bool": "a bool array",
+}  # fmt: skip
+
+
+def _foreign_kind(v: Any) -> str | None:
+    """The kind of another array library's array (a torch tensor, a jax array),
+    read from its dtype's name, or None for an object that is no array."""
+    if not (hasattr(v, "dtype") and hasattr(v, "shape")):
+        return None
+    name = dtype_name(v)
+    if name in _FOREIGN_KINDS:
+        return _FOREIGN_KINDS[name]
+    if name.startswith(("int", "uint")):
+        return f"an integer array ({name})"
+    return f"an array of dtype {name}"
 
 
 # Precisions a leaf may have: longdouble would be silently rounded to float64.
@@ -300,5 +327,9 @@ def leaf_of(x: Any, name: str, wrt: Any = 0, path: Path = ()) -> Leaf:
     """The :class:`Leaf` describing value x (which must be float or complex)."""
     v = unbox(x)
     pytype = type(v) if isinstance(v, (float, complex)) else None
+    if pytype is None and not isinstance(v, (onp.ndarray, onp.generic)) and hasattr(v, "dtype"):
+        dtype = dtype_name(v)  # a torch tensor or jax array: read, never converted
+        is_complex = dtype.startswith("complex")
+        return Leaf(name, tuple(v.shape), is_complex, dtype, wrt, tuple(path))
     dtype = onp.asarray(v).dtype if pytype is None else onp.dtype(pytype)
     return Leaf(name, tuple(onp.shape(v)), dtype.kind == "c", str(dtype), wrt, tuple(path), pytype)

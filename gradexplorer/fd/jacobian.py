@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as onp
 
-from ..backends import get_backend
+from ..backends import opened
 from ..core.calls import Call, bind_call, check_callable
 from ..core.guards import guarded_call, keeping_random_state
 from ..core.outputs import output_layout
@@ -145,6 +145,7 @@ def numeric_jacobian(
     executor: Executor | None = None,
     reseed: int | None = None,
     backend: str | None = None,
+    precision: str | None = None,
     **kwargs: Any,
 ) -> FDResult | tuple[FDResult, ...]:
     """Finite-difference Jacobian of f at ``args`` with a per-entry error estimate.
@@ -174,6 +175,9 @@ def numeric_jacobian(
     backend : {"autograd", "torch", "jax"}, optional
         Whose arrays f takes (default: recognised from the arguments; numpy
         for autograd). f is always evaluated on that system's arrays.
+    precision : {None, "float64", "native"}
+        None evaluates torch and jax functions in float64 (lower-precision
+        inputs promoted on copies) and numpy in the inputs' own precision.
 
     Returns
     -------
@@ -190,9 +194,13 @@ def numeric_jacobian(
     """
     check_callable(f)
     _check_method(method)
-    system = get_backend(backend, list(args) + list(kwargs.values()))
-    call = bind_call(f, args, kwargs, wrt, constants_ok=True)
-    with keeping_random_state(reseed is not None):
+    with (
+        opened(f, args, kwargs, wrt, backend=backend, precision=precision) as (system, prep),
+        keeping_random_state(reseed is not None),
+    ):
+        call = bind_call(
+            prep.f, prep.args, prep.kwargs, prep.wrt, constants_ok=True, kind_of=system.float_kind
+        )
         y, _ = guarded_call(call, reseed=reseed, convert=system.to_numpy)
         layout = output_layout(y)
         results = []

@@ -42,7 +42,7 @@ def _aligned(a: list[OpRecord], b: list[OpRecord]) -> int:
     """How many leading records two traces share (same operations, same shapes)."""
     k = 0
     for r, s in zip(a, b):
-        if r.fun is not s.fun or shapes(r.value) != shapes(s.value):
+        if not (r.fun is s.fun or r.fun == s.fun) or shapes(r.value) != shapes(s.value):
             break
         k += 1
     return k

@@ -14,7 +14,7 @@ import numpy as onp
 from ..backends.base import OpRecord
 from ..check.judging import FD_SAFETY, RTOL_ULPS
 from ..check.report import CheckReport
-from ..core.tree import flatten, float_kind, unflatten
+from ..core.tree import flatten, float_kind, map_leaves, unflatten
 from ..fd.jacobian import fd_columns
 from .context import float_leaves, real_vector
 
@@ -235,15 +235,10 @@ def culprit_report(rec: OpRecord, rng, backend) -> CheckReport | None:
     for a in rec.argnums:
         if not float_leaves(rec.args[a]):
             continue
-
-        def local(x, a=a):
-            args = list(rec.args)
-            args[a] = x
-            return backend.op_eval(rec, args)
-
-        local.__name__ = rec.name
+        local = backend.op_function(rec, a)
         try:
-            r = check_grads(local, rec.args[a], rng=rng, mode="full")
+            x = map_leaves(backend.to_array, rec.args[a])
+            r = check_grads(local, x, rng=rng, mode="full", backend=backend.name)
         except Exception:
             continue
         if not r.passed:

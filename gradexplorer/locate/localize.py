@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as onp
 
-from ..backends import get_backend
+from ..backends import opened
 from ..check.problem import as_rng
 from ..core.calls import bind_call
 from .context import random_tangents, shapes, tangents_in_context
@@ -41,6 +41,7 @@ def locate(
     rng: Any = 0,
     directions: int = DIRECTIONS,
     backend: str | None = None,
+    precision: str | None = None,
     **kwargs: Any,
 ) -> Localization:
     """Trace f at ``args`` and check every operation's own derivative.
@@ -61,6 +62,8 @@ def locate(
         operation's inputs move.
     backend : {"autograd", "torch", "jax"}, optional
         The AD system f is written for (default: from the arguments).
+    precision : {None, "float64", "native"}
+        As in :func:`check_grads`: torch and jax run in float64 by default.
 
     Returns
     -------
@@ -76,8 +79,21 @@ def locate(
     (['sin', 'multiply', 'sum'], None)
     """
     gen = as_rng(rng)
-    system = get_backend(backend, list(args) + list(kwargs.values()))
-    call = bind_call(f, args, kwargs, wrt, constants_ok=False, container=system.container)
+    with opened(f, args, kwargs, wrt, backend=backend, precision=precision) as (system, prep):
+        return _locate(prep, gen, directions, system)
+
+
+def _locate(prep, gen, directions: int, system) -> Localization:
+    f = prep.f
+    call = bind_call(
+        f,
+        prep.args,
+        prep.kwargs,
+        prep.wrt,
+        constants_ok=False,
+        container=system.container,
+        kind_of=system.float_kind,
+    )
     values, specs = call.values, call.specs
     records = system.record(call, values)
     tangents, aligned = tangents_in_context(

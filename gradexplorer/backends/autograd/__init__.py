@@ -5,6 +5,7 @@ The module itself is the backend object (see :mod:`gradexplorer.backends.base`).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import autograd.numpy as np
@@ -12,12 +13,24 @@ import numpy as onp
 from autograd.extend import defjvp, defvjp, primitive
 from autograd.tracer import getval, isbox
 
-from .recording import FRIENDLY_NAMES, definition_site, op_eval, op_jvp, op_vjp, record
+from ...core.calls import param_label
+from ...core.tree import float_kind, map_leaves
+from ..base import Prepared, promotion_note
+from .recording import (
+    FRIENDLY_NAMES,
+    definition_site,
+    op_eval,
+    op_function,
+    op_jvp,
+    op_vjp,
+    record,
+)
 from .tracing import VJPTrace, op_name, trace_jvp, trace_vjp, traced_container
 
 __all__ = [
     "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
-    "container", "record", "op_vjp", "op_jvp", "op_eval", "definition_site",
+    "container", "record", "op_vjp", "op_jvp", "op_eval", "definition_site", "op_function",
+    "float_kind", "prepare", "session",
     "trace_vjp", "trace_jvp", "VJPTrace", "getval", "isbox", "op_name", "FRIENDLY_NAMES",
     "primitive", "defvjp", "defjvp",
 ]  # fmt: skip
@@ -46,3 +59,33 @@ container = traced_container
 
 def jvp(F, leaves, tangents, fallback: bool = False):
     return trace_jvp(F, leaves, tangents, fallback=fallback)
+
+
+def session(precision: Any = None):
+    return contextlib.nullcontext()
+
+
+_WIDER = {"float16": "float64", "float32": "float64", "complex64": "complex128"}
+
+
+def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: Any) -> Prepared:
+    """numpy inputs are checked in their own precision unless ``precision="float64"``."""
+    if precision != "float64":
+        return Prepared(f, tuple(args), dict(kwargs), wrt)
+    seen: list = []
+
+    def widen(x: Any, label: str) -> Any:
+        if isinstance(x, (onp.ndarray, onp.generic)) and str(x.dtype) in _WIDER:
+            seen.append((label, str(x.dtype)))
+            return (
+                onp.asarray(x, _WIDER[str(x.dtype)])[()]
+                if not onp.ndim(x)
+                else x.astype(_WIDER[str(x.dtype)])
+            )
+        return x
+
+    args = tuple(
+        map_leaves(lambda x, i=i: widen(x, param_label(f, i)), a) for i, a in enumerate(args)
+    )
+    kwargs = {k: map_leaves(lambda x, k=k: widen(x, k), v) for k, v in kwargs.items()}
+    return Prepared(f, args, kwargs, wrt, (promotion_note(seen),) if seen else ())

@@ -16,7 +16,9 @@ from autograd.tracer import Node, new_box, notrace_primitives, trace_stack
 from ..base import OpRecord, user_frames
 from .tracing import op_name
 
-__all__ = ["record", "op_vjp", "op_jvp", "op_eval", "definition_site", "FRIENDLY_NAMES"]
+__all__ = [
+    "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site", "FRIENDLY_NAMES",
+]  # fmt: skip
 
 _LIBRARIES = (os.path.dirname(autograd.__file__), os.path.dirname(onp.__file__))
 
@@ -101,6 +103,18 @@ def op_jvp(rec: OpRecord, tangents: Sequence) -> Any:
 def op_eval(rec: OpRecord, args: Sequence) -> Any:
     """The record's primitive applied to new (plain) arguments."""
     return rec.fun(*args, **rec.kwargs)
+
+
+def op_function(rec: OpRecord, slot: int) -> Callable:
+    """The record's primitive as a function of its argument ``slot`` alone."""
+
+    def local(x):
+        args = list(rec.args)
+        args[slot] = x
+        return rec.fun(*args, **rec.kwargs)
+
+    local.__name__ = rec.name
+    return local
 
 
 def definition_site(rec: OpRecord) -> tuple[str, int] | None:

@@ -1,0 +1,85 @@
+"""Reverse and forward mode through jax, for the checkers.
+
+Forward mode stops at a ``custom_vjp`` function (jax gives it no JVP); with
+``fallback`` the tangent then comes from differentiating the backward pass
+(the VJP is linear in its cotangent, so J·t is the gradient of
+``u -> <VJP(u), t>``), and the custom rules are named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["VJPTrace", "trace_vjp", "trace_jvp"]
+
+
+class VJPTrace:
+    """A recorded forward pass: its value and a reusable backward pass."""
+
+    def __init__(self, F: Callable, leaves: Sequence):
+        self.leaves = list(leaves)
+        self.value, self._pullback = jax.vjp(F, *self.leaves)
+
+    def backward(self, g: Any) -> list:
+        g = jnp.asarray(g, dtype=jnp.result_type(self.value))
+        return list(self._pullback(g))
+
+    @property
+    def connected(self) -> tuple[bool, ...]:
+        return tuple(True for _ in self.leaves)  # jax gives zeros; it does not say
+
+
+def trace_vjp(F: Callable, leaves: Sequence) -> VJPTrace:
+    return VJPTrace(F, leaves)
+
+
+def _like(t: Any, x: Any) -> Any:
+    return jnp.asarray(t, dtype=jnp.result_type(x))
+
+
+def _custom_vjp_names(F: Callable, leaves: Sequence) -> list[str]:
+    from .recording import custom_rule_names
+
+    try:
+        return custom_rule_names(F, leaves, "custom_vjp_call") or ["a custom_vjp function"]
+    except Exception:
+        return ["a custom_vjp function"]
+
+
+def _via_backward(F, leaves, tangents):
+    value, pullback = jax.vjp(F, *leaves)
+
+    def pairing(u):
+        return sum(jnp.sum(jnp.real(g * t)) for g, t in zip(pullback(u), tangents))
+
+    return value, jax.grad(pairing)(jnp.zeros_like(value))
+
+
+def trace_jvp(
+    F: Callable, leaves: Sequence, tangents: Sequence, *, fallback: bool = False
+) -> tuple[Any, Any, list[str]]:
+    """``(F(*leaves), J @ tangents, custom rules without a forward rule)``."""
+    tangents = [_like(t, x) for t, x in zip(tangents, leaves)]
+    try:
+        value, tangent = jax.jvp(F, tuple(leaves), tuple(tangents))
+        return value, tangent, []
+    except TypeError as exc:
+        if "custom_vjp" not in str(exc):
+            raise
+    names = _custom_vjp_names(F, leaves)
+    if not fallback:
+        raise NotImplementedError(
+            f"forward mode cannot run: {', '.join(names)} is a custom_vjp function (no JVP rule)"
+        )
+    try:
+        value, tangent = _via_backward(F, leaves, tangents)
+    except Exception as exc:
+        raise NotImplementedError(
+            f"{', '.join(names)} has no JVP rule and its backward pass cannot be "
+            f"differentiated to derive one ({type(exc).__name__})"
+        ) from None
+    return value, tangent, names

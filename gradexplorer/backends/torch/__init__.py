@@ -1,0 +1,47 @@
+"""The torch backend: functions of torch tensors, custom ``autograd.Function``s,
+``torch.library`` custom ops and ``nn.Module``s.
+
+The module itself is the backend object (see :mod:`gradexplorer.backends.base`).
+Importing it imports torch; ``import gradexplorer`` never does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...core.guards import register_random_source
+from .arrays import float_kind, np, owns, prepare, session, to_array, to_numpy
+from .recording import definition_site, op_eval, op_function, op_jvp, op_vjp, record
+from .tracing import VJPTrace, trace_jvp, trace_vjp
+
+__all__ = [
+    "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
+    "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
+    "float_kind", "prepare", "session", "VJPTrace",
+]  # fmt: skip
+
+name = "torch"
+vjp = trace_vjp
+
+
+def jvp(F, leaves, tangents, fallback: bool = False):
+    return trace_jvp(F, leaves, tangents, fallback=fallback)
+
+
+def value(x: Any) -> Any:
+    return x.detach() if isinstance(x, torch.Tensor) else x
+
+
+def is_traced(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.requires_grad
+
+
+def container(kind: str, children: list, keys: tuple, cls: Any) -> Any:
+    return None  # torch follows tensors inside Python's own containers
+
+
+register_random_source(
+    "torch", torch.random.get_rng_state, torch.random.set_rng_state, torch.manual_seed
+)

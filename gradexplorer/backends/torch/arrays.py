@@ -1,0 +1,143 @@
+"""torch tensors as the checkers see them: conversions, kinds, float64 promotion.
+
+The checkers work on numpy vectors; f works on tensors. Every crossing goes
+through :func:`to_array` and :func:`to_numpy`. By default the check runs in
+float64 (as ``torch.autograd.gradcheck`` asks for double): float tensors of
+lower precision, and an ``nn.Module``'s parameters, are promoted on private
+copies, and tensors f creates itself default to float64 while it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as onp
+import torch
+
+from ...core.calls import param_label
+from ...core.tree import float_kind as core_float_kind
+from ...core.tree import map_leaves
+from ..base import Prepared, promotion_note
+
+__all__ = ["np", "owns", "to_array", "to_numpy", "float_kind", "prepare", "session"]
+
+
+def _as_tensor(x: Any) -> torch.Tensor:
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(onp.asarray(x))
+
+
+def _cat(parts) -> torch.Tensor:
+    return torch.cat([_as_tensor(p).reshape(-1) for p in parts])
+
+
+#: The array functions the realified map uses while it is traced.
+np = SimpleNamespace(
+    reshape=lambda a, shape: torch.reshape(_as_tensor(a), tuple(shape)),
+    ravel=lambda a: torch.ravel(_as_tensor(a)),
+    concatenate=_cat,
+    real=lambda a: torch.real(_as_tensor(a)),
+    imag=lambda a: torch.imag(_as_tensor(a)),
+)
+
+
+def owns(x: Any) -> bool:
+    return isinstance(x, torch.Tensor)
+
+
+def to_array(a: Any) -> Any:
+    """numpy (arrays and scalars) to a fresh tensor; tensors pass through."""
+    if isinstance(a, torch.Tensor):
+        return a
+    if isinstance(a, (onp.ndarray, onp.generic, float, complex)):
+        return torch.from_numpy(onp.array(a, copy=True))
+    return a
+
+
+def to_numpy(x: Any) -> Any:
+    """A tensor as a fresh numpy array (bfloat16 via float32); others pass through."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    t = x.detach().cpu().resolve_conj().resolve_neg()
+    if t.dtype == torch.bfloat16 or (t.dtype == torch.complex32):
+        t = t.to(torch.complex64 if t.is_complex() else torch.float32)
+    return t.numpy().copy()
+
+
+def float_kind(x: Any) -> str:
+    """As :func:`gradexplorer.core.tree.float_kind`, for torch: tensors are
+    differentiable; Python numbers and numpy arrays are constants to torch."""
+    if isinstance(x, torch.Tensor):
+        return core_float_kind(x)
+    if isinstance(x, (float, complex)) or (isinstance(x, onp.ndarray) and x.dtype.kind in "fc"):
+        what = "a Python number" if isinstance(x, (float, complex)) else "a numpy array"
+        return f"{what} (torch differentiates tensors: pass torch.tensor(...) to check it)"
+    return core_float_kind(x)
+
+
+_PROMOTE = {
+    torch.float16: torch.float64,
+    torch.bfloat16: torch.float64,
+    torch.float32: torch.float64,
+    torch.complex32: torch.complex128,
+    torch.complex64: torch.complex128,
+}
+
+
+def _promoted(x: Any, seen: list, label: str) -> Any:
+    if isinstance(x, torch.Tensor) and x.dtype in _PROMOTE:
+        seen.append((label, str(x.dtype).removeprefix("torch.")))
+        return x.detach().to(_PROMOTE[x.dtype]).requires_grad_(x.requires_grad)
+    return x
+
+
+def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: str | None) -> Prepared:
+    """The call to check: float tensors in float64 unless ``precision="native"``;
+    an ``nn.Module`` as a function of its named parameters."""
+    from .modules import module_call
+
+    promote = precision in (None, "float64")
+    seen: list = []
+    if promote:
+        named = f.forward if isinstance(f, torch.nn.Module) else f
+        args = tuple(_promote_tree(a, seen, param_label(named, i)) for i, a in enumerate(args))
+        kwargs = {k: _promote_tree(v, seen, k) for k, v in kwargs.items()}
+    notes: list[str] = []
+    if isinstance(f, torch.nn.Module):
+        f, kwargs, wrt, module_notes = module_call(f, args, kwargs, wrt, promote, seen)
+        notes.extend(module_notes)
+    if seen:
+        notes.append(promotion_note(seen))
+    return Prepared(f, args, kwargs, wrt, tuple(notes))
+
+
+def _promote_tree(value: Any, seen: list, label: str) -> Any:
+    before = len(seen)
+    out = map_leaves(lambda x: _promoted(x, seen, label), value)
+    if len(seen) > before + 1:  # one entry per argument is enough
+        dtypes = sorted({d for _, d in seen[before:]})
+        del seen[before:]
+        seen.append((label, "/".join(dtypes)))
+    return out
+
+
+@contextlib.contextmanager
+def session(precision: str | None = None):
+    """While a check runs: tensors f creates default to float64 when promoting."""
+    if precision not in (None, "float64"):
+        yield
+        return
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def copy_module(module: torch.nn.Module, promote: bool) -> torch.nn.Module:
+    """A private copy (in float64 when promoting): the user's module is never touched."""
+    twin = copy.deepcopy(module)
+    return twin.double() if promote else twin

@@ -1,0 +1,170 @@
+"""Reverse and forward mode through torch's autograd, for the checkers.
+
+A :class:`VJPTrace` runs f once and answers any number of cotangents from
+the same graph. Forward mode uses ``torch.autograd.forward_ad``; where an
+operation has no forward rule (a custom ``Function`` without ``jvp``, an op
+torch has no forward formula for), the tangent comes from differentiating
+the backward pass instead (the VJP is linear in its cotangent, so J·t is the
+gradient of ``u -> <VJP(u), t>``), and the operation is named.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.autograd.forward_ad as fwad
+
+__all__ = ["VJPTrace", "trace_vjp", "trace_jvp"]
+
+
+def _has_tangent(x: torch.Tensor) -> bool:
+    return fwad.unpack_dual(x).tangent is not None
+
+
+def _leaf_for(x: torch.Tensor) -> torch.Tensor:
+    """x itself when an outer trace already follows it (second derivatives),
+    a copy keeping its forward-mode tangent (forward over reverse), else a
+    fresh leaf that requires grad."""
+    if x.requires_grad:
+        return x
+    if _has_tangent(x):
+        return x.clone().requires_grad_(True)
+    return x.detach().requires_grad_(True)
+
+
+class VJPTrace:
+    """A recorded forward pass: its value and a reusable backward pass."""
+
+    def __init__(self, F: Callable, leaves: Sequence):
+        given = [torch.as_tensor(x) for x in leaves]
+        self.leaves = [_leaf_for(x) for x in given]
+        # differentiate the backward pass itself when an outer trace (reverse or
+        # forward mode) follows the leaves
+        self.nested = any(x is y or _has_tangent(y) for x, y in zip(self.leaves, given))
+        with torch.enable_grad():
+            self.value = F(*self.leaves)
+
+    def backward(self, g: Any) -> list:
+        """Input cotangents (one per leaf) for output cotangent g; zeros where
+        the output does not depend on a leaf."""
+        zeros = [torch.zeros_like(x) for x in self.leaves]
+        if not isinstance(self.value, torch.Tensor) or not self.value.requires_grad:
+            return zeros
+        g = torch.as_tensor(g).to(self.value.dtype)
+        grads = torch.autograd.grad(
+            self.value,
+            self.leaves,
+            grad_outputs=g,
+            retain_graph=True,
+            create_graph=self.nested or g.requires_grad,
+            allow_unused=True,
+        )
+        return [z if d is None else d for z, d in zip(zeros, grads)]
+
+    @property
+    def connected(self) -> tuple[bool, ...]:
+        """Whether the output depends on each leaf (a walk of the graph)."""
+        if not isinstance(self.value, torch.Tensor) or self.value.grad_fn is None:
+            return tuple(False for _ in self.leaves)
+        seen, stack = set(), [self.value.grad_fn]
+        variables = set()
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            var = getattr(node, "variable", None)
+            if var is not None:
+                variables.add(id(var))
+            stack.extend(n for n, _ in node.next_functions)
+        return tuple(
+            (x.grad_fn in seen) if x.grad_fn is not None else id(x) in variables
+            for x in self.leaves
+        )
+
+
+def trace_vjp(F: Callable, leaves: Sequence) -> VJPTrace:
+    return VJPTrace(F, leaves)
+
+
+_NO_FORWARD = re.compile(r"(?:forward AD|forward mode AD|jvp function)", re.IGNORECASE)
+_OP_NAME = re.compile(r"forward AD with (\S+) that does not support it")
+
+
+def _missing_forward_rule(exc: BaseException) -> bool:
+    return isinstance(exc, (RuntimeError, NotImplementedError)) and bool(
+        _NO_FORWARD.search(str(exc))
+    )
+
+
+def _ops_without_forward(exc: BaseException) -> list[str]:
+    from .recording import functions_without_jvp
+
+    found = _OP_NAME.search(str(exc))
+    if found:
+        return [found.group(1).rstrip(".")]
+    return functions_without_jvp() or ["an operation"]
+
+
+def _forward(F, leaves, tangents):
+    with fwad.dual_level():
+        duals = [
+            fwad.make_dual(torch.as_tensor(x).detach(), torch.as_tensor(t).to(x.dtype))
+            for x, t in zip(leaves, tangents)
+        ]
+        out = F(*duals)
+        primal, tangent = fwad.unpack_dual(out)
+        value = primal.detach().clone()
+        tangent = torch.zeros_like(value) if tangent is None else tangent.detach().clone()
+    return value, tangent
+
+
+def _via_backward(F, leaves, tangents):
+    """J·t as the derivative of <VJP(u), t> with respect to u."""
+    xs = [torch.as_tensor(x).detach().requires_grad_(True) for x in leaves]
+    with torch.enable_grad():
+        y = F(*xs)
+        if not y.requires_grad:
+            return y.detach(), torch.zeros_like(y)
+        u = torch.zeros_like(y, requires_grad=True)
+        grads = torch.autograd.grad(y, xs, u, create_graph=True, allow_unused=True)
+        pairing = sum(
+            (g * torch.as_tensor(t).to(g.dtype)).sum()
+            for g, t in zip(grads, tangents)
+            if g is not None
+        )
+        if not isinstance(pairing, torch.Tensor) or not pairing.requires_grad:
+            return y.detach(), torch.zeros_like(y)
+        (jv,) = torch.autograd.grad(pairing, u)
+    return y.detach(), jv.detach()
+
+
+def trace_jvp(
+    F: Callable, leaves: Sequence, tangents: Sequence, *, fallback: bool = False
+) -> tuple[Any, Any, list[str]]:
+    """``(F(*leaves), J @ tangents, ops_without_forward_rule)``."""
+    from .recording import watching_functions
+
+    try:
+        with watching_functions():
+            value, tangent = _forward(F, leaves, tangents)
+        return value, tangent, []
+    except Exception as exc:
+        if not _missing_forward_rule(exc):
+            raise
+        names = _ops_without_forward(exc)
+        if not fallback:
+            raise NotImplementedError(
+                f"forward mode cannot run: {', '.join(names)} has no forward-mode (jvp) rule"
+            ) from None
+    try:
+        value, tangent = _via_backward(F, leaves, tangents)
+    except RuntimeError as exc:
+        raise NotImplementedError(
+            f"{', '.join(names)} has no forward-mode (jvp) rule and its backward pass cannot "
+            f"be differentiated to derive one ({str(exc).splitlines()[0][:120]})"
+        ) from None
+    return value, tangent, names
