@@ -3,6 +3,7 @@ the seed APIs and the pytest helper."""
 
 from . import testing
 from .api import check_grads
+from .handwritten import check_jvp, check_vjp
 from .classic import (
     abs_rel_err,
     compute_gradient,
@@ -13,6 +14,6 @@ from .classic import (
 from .report import CheckReport, Entry
 
 __all__ = [
-    "check_grads", "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
+    "check_grads", "check_vjp", "check_jvp", "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing",
 ]  # fmt: skip

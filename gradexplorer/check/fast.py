@@ -17,6 +17,7 @@ import numpy as onp
 
 from ..fd.directional import directional_derivatives
 from ..fd.noise import probe_noise
+from .determinism import backward_spread
 from .fastctx import MAX_LOCATED, _allowed, _Ctx, _Dir
 from .full import _precision_note, full_check, linearity_gap, rule_precision
 from .grouptest import _forward_rows, _locate, _locate_forward
@@ -71,6 +72,10 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
     )
     ctx.cost.nfev += nf + 1
     ctx.notes.extend(notes)
+    jitter, jitter_rel, jitter_note = backward_spread(p, tr, ctx.vjp, gen)
+    if jitter_note:
+        ctx.notes.append(jitter_note)
+        ctx.atol = ctx.atol + 2.0 * float(jitter.max())
 
     # the VJP must be linear in its cotangent; a gap counts where the finite
     # differences confirm that the random-cotangent VJP is wrong
@@ -218,6 +223,7 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
         not_checked=p.not_checked,
         noise=noise_ext.coarse[:m],
         kinks=tuple(kinks),
+        backward_spread=jitter_rel,
     )
 
 

@@ -16,6 +16,7 @@ import numpy as onp
 from ..fd.directional import REASONS
 from ..fd.jacobian import complex_step_derivatives, fd_columns
 from ..fd.noise import NoiseModel
+from .determinism import RUNS, backward_spread
 from .diagnosis import _kinks, diagnose_pattern, empty_report, noise_notes
 from .judging import judge, make_entry, tolerances
 from .problem import Problem
@@ -93,6 +94,11 @@ def full_check(
     if vjp_precision:
         notes.append(_precision_note(rule_name, vjp_precision, "cotangent"))
 
+    jitter, jitter_rel, jitter_note = backward_spread(p, tr, vjp, gen)
+    ngrad += RUNS + 1
+    if jitter_note:
+        notes.append(jitter_note)
+
     fwd, fallback_ops, fwd_note = forward_columns(p)
     if fwd is not None:
         ngrad += n
@@ -107,6 +113,8 @@ def full_check(
     E = onp.where(vague, onp.inf, E)
     R = onp.where(vague & (R == 0), 4, R)
     atol_rev = atol_ + _scale_allowance(vjp_precision, A, N)
+    if jitter is not None:
+        atol_rev = atol_rev + 2.0 * jitter[None, :]
     if vjp_precision:
         # an inexact rule over an f that is itself inexact (a solver at its tolerance):
         # the computed f's derivative is only defined to ~sqrt of f's relative accuracy
@@ -331,4 +339,5 @@ def full_check(
         not_checked=p.not_checked,
         noise=noise.coarse,
         forward=fwd,
+        backward_spread=jitter_rel,
     )

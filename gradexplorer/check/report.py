@@ -162,6 +162,10 @@ class CheckReport:
     not_checked: tuple[tuple[str, str], ...] = ()
     noise: onp.ndarray | None = field(default=None, repr=False)
     forward: onp.ndarray | None = field(default=None, repr=False)
+    #: which check made it: check_grads, check_vjp, check_jvp
+    checker: str = "check_grads"
+    #: relative spread of repeated backward passes (None: deterministic)
+    backward_spread: float | None = None
 
     @property
     def column_blocks(self) -> dict[str, slice]:
@@ -222,7 +226,7 @@ class CheckReport:
         if self.not_checked:
             parts.append(f"{len(self.not_checked)} not checked")
         return (
-            f"check_grads({self.function}) {verdict}: {what.get(self.order, self.order)}, "
+            f"{self.checker}({self.function}) {verdict}: {what.get(self.order, self.order)}, "
             f"{m} x {n} ({self.mode} mode, {self.method} FD, {self.dtype}); "
             f"{', '.join(parts)}; {self.nfev} f evaluations, {self.ngrad} derivative passes"
         )

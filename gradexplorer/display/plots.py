@@ -72,7 +72,7 @@ def plot_check(report: Any, fig: Any = None) -> Figure:
 def _check_title(report) -> tuple[str, str]:
     verdict = "PASSED" if report.passed else f"FAILED: {len(report.mismatches)} wrong entries"
     title = (
-        f"check_grads({report.function}) {verdict}  [{report.mode} mode, "
+        f"{report.checker}({report.function}) {verdict}  [{report.mode} mode, "
         f"{report.method}, {report.dtype}]"
     )
     return title, "#1a7f37" if report.passed else "#b42318"

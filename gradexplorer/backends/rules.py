@@ -1,0 +1,275 @@
+"""Hand-written derivative rules as a backend: no AD system, just your rule.
+
+``check_vjp(f, f_vjp, *args)`` and ``check_jvp(f, f_jvp, *args)`` check a rule
+written by hand for a plain numpy function, as jax's ``check_vjp`` and Julia's
+``test_rrule`` do. The checkers ask this backend for VJPs and JVPs exactly as
+they ask autograd, torch or jax; it answers by calling the rule.
+
+Rules follow jax's conventions:
+
+- ``f_vjp(*args) -> (y, pullback)``; ``pullback(y_bar)`` returns one cotangent
+  per positional argument (a tuple; a single argument may return it bare),
+  each shaped like its argument (nested structures included).
+- ``f_jvp(primals, tangents) -> (y, y_dot)``, ``primals`` and ``tangents``
+  tuples of the positional arguments (zeros for the ones not differentiated).
+- Complex values: a cotangent pairs with a tangent as ``Re(x_bar · dx)``
+  (jax's and autograd's convention: the gradient of a real function of z is
+  ``∂f/∂x - i ∂f/∂y``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as onp
+
+from ..core.guards import reseeded
+from ..core.tree import Leaf, flatten, float_kind, unflatten
+from .base import Prepared
+
+__all__ = ["RuleBackend"]
+
+
+def _values(specs: Sequence[Leaf], leaves: Sequence) -> list:
+    out = []
+    for s, w in zip(specs, leaves):
+        v = s.from_real(onp.asarray(w, dtype=s.real_dtype))
+        if s.pytype is not None:
+            v = s.pytype(v)
+        elif s.shape == ():
+            v = onp.asarray(v, dtype=s.dtype)[()]
+        out.append(v)
+    return out
+
+
+def _realify_cotangent(spec: Leaf, ct: Any, label: str) -> onp.ndarray:
+    a = onp.asarray(ct)
+    if a.shape != spec.shape:
+        raise ValueError(
+            f"the rule's cotangent for {label} has shape {a.shape}; the argument has shape "
+            f"{spec.shape}. A cotangent is shaped like its argument."
+        )
+    if spec.complex:
+        a = a.astype(complex)
+        return onp.concatenate([a.real.ravel(), -a.imag.ravel()])
+    if onp.iscomplexobj(a) and onp.any(a.imag):
+        raise TypeError(
+            f"the rule's cotangent for the real input {label} is complex; a real input's "
+            "cotangent must be real (take the real part of what flows back to it)."
+        )
+    return onp.asarray(a.real if onp.iscomplexobj(a) else a, dtype=float).ravel()
+
+
+class _RuleTrace:
+    """One call of the VJP rule: the value and its pullback, reusable."""
+
+    def __init__(self, value, pullback, call, layout, y, nargs):
+        self.value, self._pullback = value, pullback
+        self._call, self._layout, self._y, self._nargs = call, layout, y, nargs
+        self.connected = tuple(True for _ in call.specs)
+
+    def backward(self, g: Any) -> list:
+        g = onp.asarray(g, dtype=float)
+        ct_leaves, k = [], 0
+        for leaf, spec in zip(flatten(self._y)[0], self._layout.specs):
+            if spec is None:
+                ct_leaves.append(onp.zeros_like(onp.asarray(leaf), dtype=float))
+                continue
+            n = spec.size
+            if spec.complex:
+                ct = (g[k : k + n] - 1j * g[k + n : k + 2 * n]).reshape(spec.shape)
+                k += 2 * n
+            else:
+                ct = g[k : k + n].reshape(spec.shape)
+                k += n
+            ct_leaves.append(ct if spec.shape else ct[()])
+        cts = self._pullback(unflatten(self._layout.tree, ct_leaves))
+        if not isinstance(cts, tuple):
+            if self._nargs != 1:
+                raise TypeError(
+                    f"the pullback returned a {type(cts).__name__}; f takes {self._nargs} "
+                    "positional arguments, so it must return a tuple with one cotangent per "
+                    "argument (in order), as jax's vjp does."
+                )
+            cts = (cts,)
+        if len(cts) != self._nargs:
+            raise TypeError(
+                f"the pullback returned {len(cts)} cotangents; f takes {self._nargs} positional "
+                "arguments: return one per argument, in order (zeros for the ones that do "
+                "not matter)."
+            )
+        out = []
+        for sel in self._call.selected:
+            if isinstance(sel.slot, str):
+                raise TypeError(
+                    f"wrt names the keyword argument {sel.slot!r}; a pullback returns "
+                    "cotangents of positional arguments only. Pass it positionally."
+                )
+            leaves, tree = flatten(cts[sel.slot])
+            if tree != sel.tree and not (sel.tree.is_leaf and len(leaves) == 1):
+                raise TypeError(
+                    f"the cotangent for {sel.name} is {tree.describe()}; the argument is "
+                    f"{sel.tree.describe()}. A cotangent has its argument's structure."
+                )
+            for ct, spec in zip(leaves, sel.specs):
+                if spec is not None:
+                    out.append(_realify_cotangent(spec, ct, spec.name))
+        return out
+
+
+class RuleBackend:
+    """The seam's reverse and forward mode, answered by hand-written rules."""
+
+    name = "rules"
+    np = onp
+
+    def __init__(self, vjp_rule: Callable | None = None, jvp_rule: Callable | None = None):
+        self.vjp_rule, self.jvp_rule = vjp_rule, jvp_rule
+
+    # ------------------------------------------------------------ arrays
+
+    @staticmethod
+    def owns(x: Any) -> bool:
+        return False
+
+    @staticmethod
+    def to_array(a: Any) -> Any:
+        return a
+
+    @staticmethod
+    def to_numpy(x: Any) -> Any:
+        return x
+
+    @staticmethod
+    def value(x: Any) -> Any:
+        return x
+
+    @staticmethod
+    def is_traced(x: Any) -> bool:
+        return False
+
+    @staticmethod
+    def container(kind, children, keys, cls) -> Any:
+        return None
+
+    float_kind = staticmethod(float_kind)
+
+    @staticmethod
+    def prepare(f, args, kwargs, wrt, precision) -> Prepared:
+        return Prepared(f, tuple(args), dict(kwargs), wrt)
+
+    @staticmethod
+    def session(precision: Any = None):
+        return contextlib.nullcontext()
+
+    # ------------------------------------------------------------ derivatives
+
+    def _point(self, F, leaves):
+        call = F.call
+        args, kwargs = call.rebuild_plain(_values(call.specs, leaves))
+        reseeded(F.reseed)
+        return call, args, kwargs
+
+    def vjp(self, F: Callable, leaves: Sequence) -> Any:
+        """The VJP rule at the leaves (``F`` carries the call and output layout).
+        With only a JVP rule, its Jacobian, built column by column, answers."""
+        if self.vjp_rule is None:
+            return self._vjp_from_columns(F, leaves)
+        call, args, kwargs = self._point(F, leaves)
+        got = self.vjp_rule(*args, **kwargs)
+        if not (isinstance(got, tuple) and len(got) == 2 and callable(got[1])):
+            raise TypeError(
+                "f_vjp must return (y, pullback), pullback a function of the output's "
+                f"cotangent (as jax.vjp returns); it returned {type(got).__name__}."
+            )
+        y, pullback = got
+        F.layout.check(y, " in the rule's output")
+        value = onp.asarray(F.layout.realify(y), dtype=float)
+        return _RuleTrace(value, pullback, call, F.layout, y, len(args))
+
+    def jvp(self, F: Callable, leaves: Sequence, tangents: Sequence, fallback: bool = False):
+        """``(value, J·t, [])`` from the JVP rule."""
+        if self.jvp_rule is None:
+            raise NotImplementedError("no JVP rule was given (gx.check_jvp checks one)")
+        call, args, kwargs = self._point(F, leaves)
+        tangent_leaves = _values(call.specs, [onp.asarray(t, float) for t in tangents])
+        targs = _tangent_args(call, args, tangent_leaves)
+        got = self.jvp_rule(tuple(args), tuple(targs), **kwargs)
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise TypeError(
+                "f_jvp must return (y, y_dot), as a jax custom_jvp rule does; it returned "
+                f"{type(got).__name__}."
+            )
+        y, y_dot = got
+        F.layout.check(y, " in the rule's output")
+        F.layout.check(y_dot, " in the rule's tangent")
+        value = onp.asarray(F.layout.realify(y), dtype=float)
+        return value, onp.asarray(F.layout.realify(y_dot)), []
+
+    def _vjp_from_columns(self, F, leaves):
+        n = sum(onp.size(v) for v in leaves)
+        columns, value = [], None
+        sizes = [onp.size(v) for v in leaves]
+        for j in range(n):
+            basis = onp.zeros(n)
+            basis[j] = 1.0
+            split, start = [], 0
+            for s in sizes:
+                split.append(basis[start : start + s])
+                start += s
+            value, col, _ = self.jvp(F, leaves, split)
+            columns.append(onp.asarray(col, dtype=complex))
+        J = onp.array(columns).T if columns else onp.zeros((0, 0))
+        if onp.any(J.imag):
+            raise TypeError(
+                "the JVP rule gave a complex tangent for a real output; a real output's "
+                "tangent must be real."
+            )
+        return _ColumnsTrace(onp.asarray(value, dtype=float), J.real, sizes)
+
+    # ------------------------------------------------------------ locate: not for rules
+
+    def record(self, F, leaves):
+        raise NotImplementedError("locate traces an AD system; a hand-written rule has no trace")
+
+    op_vjp = op_jvp = op_eval = op_function = record
+
+    @staticmethod
+    def definition_site(rec) -> None:
+        return None
+
+
+class _ColumnsTrace:
+    def __init__(self, value, J, sizes):
+        self.value, self._J, self._sizes = value, J, sizes
+        self.connected = tuple(True for _ in sizes)
+
+    def backward(self, g):
+        flat = onp.asarray(g, dtype=float) @ self._J
+        out, start = [], 0
+        for s in self._sizes:
+            out.append(flat[start : start + s])
+            start += s
+        return out
+
+
+def _tangent_args(call, args, tangent_leaves) -> list:
+    """Tangents shaped like every positional argument: the given ones for the
+    differentiated leaves, zeros for other float leaves, None elsewhere."""
+
+    def zero(x):
+        return onp.zeros_like(x) if float_kind(x) in ("real", "complex") else None
+
+    targs = [unflatten(flatten(a)[1], [zero(x) for x in flatten(a)[0]]) for a in args]
+    it = iter(tangent_leaves)
+    for sel in call.selected:
+        if isinstance(sel.slot, str):
+            raise TypeError(
+                f"wrt names the keyword argument {sel.slot!r}; JVP rules take tangents of "
+                "positional arguments only. Pass it positionally."
+            )
+        leaves = [next(it) if s is not None else zero(v) for v, s in zip(sel.values, sel.specs)]
+        targs[sel.slot] = unflatten(sel.tree, leaves)
+    return targs
