@@ -38,9 +38,11 @@ from .ad import (
 from .check import (
     CheckReport,
     Entry,
+    PrecisionReport,
     abs_rel_err,
     check_grads,
     check_jvp,
+    check_precision,
     check_vjp,
     compute_gradient,
     compute_gradient_error,
@@ -77,6 +79,7 @@ _LAZY = {
     "plot_complex_blocks": "display",
     "plot_step_sweep": "display",
     "plot_localization": "display",
+    "plot_precision": "display",
 }
 
 
@@ -95,7 +98,8 @@ __all__ = [
     "DisconnectedType", "DISCONNECTED", "grad_not_implemented", "grad_undefined",
     "primitive", "defvjp", "defjvp", "complex_blocks", "cauchy_riemann_residual",
     "ComplexBlocks", "gallery", "FDResult", "default_step", "numeric_jacobian",
-    "check_grads", "check_vjp", "check_jvp", "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
+    "check_grads", "check_vjp", "check_jvp", "check_precision", "PrecisionReport",
+    "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing", "locate", "Localization",
     "GradExplorerError", "GradientError", "DisconnectedInputError",
     "DisconnectedInputWarning", "NullTypeGradError", "GradUndefinedError",

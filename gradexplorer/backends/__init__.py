@@ -89,4 +89,15 @@ def opened(
         )
     system = get_backend(backend, list(args) + list(kwargs.values()), f)
     with system.session(precision):
-        yield system, system.prepare(f, tuple(args), dict(kwargs), wrt, precision)
+        prepared = system.prepare(f, tuple(args), dict(kwargs), wrt, precision)
+        try:
+            yield system, prepared
+        except Exception as exc:
+            if any("promoted" in n for n in prepared.notes) and hasattr(exc, "add_note"):
+                exc.add_note(
+                    "(gradexplorer evaluated f in float64, its lower-precision inputs promoted. "
+                    "An array f takes from outside its arguments (a closure, a global, a module "
+                    "attribute) keeps its own dtype: pass it as an argument, or pass "
+                    "precision='native' to check in the inputs' own precision.)"
+                )
+            raise

@@ -40,6 +40,8 @@ backend is a module (or any object) with these members:
     (torch and jax promote lower precisions; numpy keeps its own unless
     ``precision="float64"``), a torch ``nn.Module`` as a function of its
     named parameters.
+``cast(x, dtype_name)``
+    x as the system's array of that dtype (``"bfloat16"`` where it has one).
 ``session(precision)``
     A context manager around a whole check (jax's 64-bit mode; torch's
     default dtype while f runs).
@@ -122,6 +124,7 @@ class Backend(Protocol):
     def float_kind(self, x: Any) -> str: ...
     def prepare(self, f: Any, args: tuple, kwargs: dict, wrt: Any, precision: Any) -> Prepared: ...
     def session(self, precision: Any = None) -> Any: ...
+    def cast(self, x: Any, dtype: str) -> Any: ...
 
 
 def user_frames(library_dirs: tuple[str, ...], stop: Any, skip: int = 2) -> tuple:

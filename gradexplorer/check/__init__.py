@@ -3,7 +3,6 @@ the seed APIs and the pytest helper."""
 
 from . import testing
 from .api import check_grads
-from .handwritten import check_jvp, check_vjp
 from .classic import (
     abs_rel_err,
     compute_gradient,
@@ -11,9 +10,13 @@ from .classic import (
     numeric_grad,
     verify_grad,
 )
+from .handwritten import check_jvp, check_vjp
+from .precision import check_precision
+from .precision_report import PrecisionReport
 from .report import CheckReport, Entry
 
 __all__ = [
-    "check_grads", "check_vjp", "check_jvp", "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
+    "check_grads", "check_vjp", "check_jvp", "check_precision", "PrecisionReport",
+    "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing",
 ]  # fmt: skip

@@ -1,8 +1,15 @@
-"""Is the backward pass deterministic? Atomic adds on a GPU (scatter, index_add,
-some convolutions) sum in a different order every run, so the same cotangent
-gives gradients that differ in their last bits. That is not a wrong
-derivative, but it is worth knowing, and the entries must be judged with the
-spread allowed, or a right gradient could fail by its own jitter.
+"""How well the analytic side itself is known, before it is judged.
+
+Non-determinism: atomic adds on a GPU (scatter, index_add, some
+convolutions) sum in a different order every run, so the same cotangent gives
+gradients that differ in their last bits. That is not a wrong derivative, but
+it is worth knowing, and entries are judged with the spread allowed.
+
+Conditioning: an entry that is a small difference of large terms (the
+gradient of a variance of data offset by 1e4 is ``2(x_i - mean)/(n-1)``) is
+computed with round-off relative to the terms, not to the result. Its size
+shows in how much the analytic Jacobian moves when x moves by its own
+rounding (a few ulps): a right implementation's error is of that order.
 """
 
 from __future__ import annotations
@@ -11,7 +18,12 @@ import numpy as onp
 
 from .rules import flat
 
-__all__ = ["backward_spread", "RUNS"]
+__all__ = ["backward_spread", "rounding_spread", "RUNS", "ROUNDING_SAFETY"]
+
+#: The rounding spread comes from a few nearby points: this covers the others.
+ROUNDING_SAFETY = 4.0
+#: Nearby points (each one more Jacobian) for the rounding spread.
+ROUNDING_SAMPLES = 2
 
 #: Backward passes compared (on one trace, and on a fresh trace).
 RUNS = 3
@@ -45,3 +57,37 @@ def backward_spread(p, tr, vjp, gen) -> tuple[onp.ndarray | None, float | None, 
         "atomic adds in a GPU kernel make it; entries are judged with that spread allowed."
     )
     return diffs, rel, note
+
+
+def rounding_spread(
+    p, A: onp.ndarray, gen, rows: onp.ndarray, samples: int = ROUNDING_SAMPLES
+) -> onp.ndarray:
+    """For the given rows, per entry, how much the analytic Jacobian moves when
+    x moves by a few ulps of its own precision (times :data:`ROUNDING_SAFETY`):
+    the round-off a right implementation may have there (zero in other rows).
+
+    Only rows that would otherwise fail are asked (two backward passes each),
+    so a passing check costs nothing more. Every coordinate moves by 4 ulps up
+    or down, in ``samples`` random patterns; the largest change counts.
+    """
+    eps = p.coord_eps()
+    x0 = p.x0
+    spread = onp.zeros_like(A, dtype=float)
+    if not len(rows):
+        return spread
+    for _ in range(samples):
+        # every coordinate moves by 4 ulps, up or down: a move smaller than half
+        # an ulp would round away and leave its entries looking exact
+        signs = gen.integers(0, 2, x0.size) * 2.0 - 1.0
+        moved = x0 * (1.0 + 4.0 * eps * signs)
+        tr = p.backend.vjp(p.F, p.split(moved))
+        dtype = onp.asarray(p.backend.to_numpy(tr.value)).dtype
+        basis = onp.zeros(p.m, dtype)
+        for i in rows:
+            basis[i] = 1
+            row = flat(tr.backward(p.backend.to_array(basis.copy())), p.backend)
+            basis[i] = 0
+            with onp.errstate(invalid="ignore"):
+                moved_by = onp.abs(row - A[i])
+            spread[i] = onp.fmax(spread[i], onp.where(onp.isfinite(moved_by), moved_by, 0.0))
+    return ROUNDING_SAFETY * spread

@@ -165,4 +165,3 @@ def _check_rule(f, rules, args, kwargs, wrt, mode, atol, rtol, rng, method, step
         else:
             report = full_check(p, method, atol, rtol, gen, 1, rule_name=f"{name} rule")
     return replace(report, checker="check_jvp" if name == "JVP" else "check_vjp")
-

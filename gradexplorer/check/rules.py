@@ -51,6 +51,8 @@ def reverse_rows(rule, m: int) -> onp.ndarray:
 #: A rule inconsistent with itself by less than this (relative) is an adaptive
 #: or iterative computation with that precision, not a rule with a missing g.
 RULE_NOISE_MAX = 1e-4
+#: The share of coordinates in which an adaptive rule's inexactness must show.
+BROAD = 0.25
 
 
 def linearity_gap(rule, size_in: int, size_out: int, gen, dtype, eps):
@@ -77,9 +79,15 @@ def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:
     """The relative tolerance a rule earns by disagreeing with itself: 0 for an
     exact rule; for one visibly above round-off yet small (an adaptive backward
     pass, an iterative solver), whose systematic error (a solver's tolerance)
-    is far larger than its scatter, ``min(1e3·scatter, sqrt(scatter))``."""
+    is far larger than its scatter, ``min(1e3·scatter, sqrt(scatter))``.
+
+    An adaptive computation is inexact everywhere; round-off in an entry that
+    is a small difference of large terms shows in a few coordinates only. So
+    the gap must be visible in at least :data:`BROAD` of the coordinates the
+    rule produces."""
     visible = ratio > 1
-    if not visible.any():
+    produced = onp.isfinite(rel) & (rel > 0)
+    if not visible.any() or visible.sum() < BROAD * max(int(produced.sum()), 1):
         return 0.0
     scatter = float(onp.max(rel[visible]))
     if scatter > RULE_NOISE_MAX:

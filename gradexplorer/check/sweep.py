@@ -12,13 +12,12 @@ from typing import Any
 
 import numpy as onp
 
-from ..ad.jacobians import real_jacobian
-from ..core.calls import bind_call
-from ..core.guards import guarded_call
+from ..backends import opened
 from ..fd.directional import directional_derivatives
-from ..fd.jacobian import RealMap
 from ..fd.steps import default_step
+from .problem import build_problem
 from .report import Blocks
+from .rules import flat
 
 __all__ = ["StepSweep", "step_sweep"]
 
@@ -39,31 +38,48 @@ class StepSweep:
 
 
 def step_sweep(
-    f: Callable, *args: Any, entry: tuple = (0, 0), wrt: Any = 0, steps: Any = None
+    f: Callable,
+    *args: Any,
+    entry: tuple = (0, 0),
+    wrt: Any = 0,
+    steps: Any = None,
+    backend: str | None = None,
+    precision: str | None = None,
 ) -> StepSweep:
     """Sweep the step for one entry ``(row, col)`` of the 2-D real Jacobian.
+
+    The analytic value comes from one backward pass of f's own AD system
+    (autograd, torch or jax; see :func:`check_grads` for ``precision``).
 
     >>> import numpy as np
     >>> s = step_sweep(np.sin, np.array([1.0]), entry=(0, 0))
     >>> 1e-7 < s.best_step("forward") < 1e-6 or 1e-9 < s.best_step("forward") < 1e-7
     True
     """
-    call = bind_call(f, args, {}, wrt, constants_ok=False)
+    with opened(f, args, {}, wrt, backend=backend, precision=precision) as (system, prep):
+        return _sweep(prep, system, entry, steps)
+
+
+def _sweep(prep, system, entry, steps) -> StepSweep:
+    p = build_problem(prep.f, prep.args, prep.kwargs, prep.wrt, backend=system)
+    call = p.call
     if not call.single:
         raise ValueError("step_sweep takes one input; pass a single int or name as wrt.")
-    sel = call.selected[0]
-    J = real_jacobian(f, sel.slot)(*args)
     row, col = (int(entry[0]), int(entry[1]))
-    if not (0 <= row < J.shape[0] and 0 <= col < J.shape[1]):
+    if not (0 <= row < p.m and 0 <= col < p.n):
         raise ValueError(
-            f"entry={entry} is outside the {J.shape[0]} x {J.shape[1]} Jacobian; pass "
+            f"entry={entry} is outside the {p.m} x {p.n} Jacobian; pass "
             "(row, col) with row < outputs and col < inputs (real coordinates)."
         )
-    analytic = float(J[row, col])
-    y, layout = guarded_call(call)
-    gmap = RealMap(call, layout)
+    tr = system.vjp(p.F, p.vs)
+    dtype = onp.asarray(system.to_numpy(tr.value)).dtype
+    basis = onp.zeros(p.m, dtype)
+    basis[row] = 1
+    analytic = float(flat(tr.backward(system.to_array(basis)), system)[col])
+    gmap = p.rmap
+    layout = p.F.layout
     specs = call.specs
-    x0 = onp.concatenate([s.to_real(v).astype(float) for s, v in zip(specs, call.values)])
+    x0 = p.x0
     y0 = gmap(x0)
     steps = onp.logspace(-16, -1, 46) if steps is None else onp.asarray(steps, dtype=float)
     errors, chosen = {}, {}

@@ -1,151 +1,31 @@
 """Binding a call of f: which arguments are differentiated, their leaves and labels.
 
 Every operator starts here. :func:`bind_call` resolves ``wrt`` (an int, a
-parameter name, or a sequence of them; ``None`` for every float argument),
-opens nested arguments into leaves (:mod:`gradexplorer.tree`), validates them
-and names them. :class:`Call` can then rebuild f's arguments from new leaf
-values, so every operator works on flat lists of leaves and never
-special-cases containers. :func:`output_layout` does the same for f's output.
+parameter name, or a sequence of them; ``None`` for every float argument; see
+:mod:`.signature`), opens nested arguments into leaves (:mod:`.tree`),
+validates them and names them. :class:`Call` can then rebuild f's arguments
+from new leaf values, so every operator works on flat lists of leaves and
+never special-cases containers.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as onp
 
+from .signature import (  # noqa: F401 - re-exported: callers bind and resolve from here
+    _is_index,
+    check_callable,
+    has_var_positional,
+    keyword_only_names,
+    param_label,
+    parameter_names,
+    resolve_wrt,
+)
 from .tree import Leaf, TreeDef, flatten, float_kind, leaf_of, path_str, unbox, unflatten
-
-
-def check_callable(f: Any, what: str = "f") -> None:
-    """Raise a TypeError unless ``f`` is callable."""
-    if not callable(f):
-        raise TypeError(
-            f"{what} must be a callable (a Python function of numpy arrays); got "
-            f"{type(f).__name__} {f!r:.60}. Pass the function itself, e.g. "
-            "gx.grad(f) rather than gx.grad(f(x))."
-        )
-
-
-def _signature(f: Callable) -> inspect.Signature | None:
-    f = getattr(f, "fun", f) if getattr(f, "_is_autograd_primitive", False) else f
-    try:
-        return inspect.signature(f)
-    except (TypeError, ValueError):
-        return None
-
-
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
-def parameter_names(f: Callable) -> list[str]:
-    """Names of f's positional parameters (empty when they cannot be read)."""
-    sig = _signature(f)
-    if sig is None:
-        return []
-    return [p.name for p in sig.parameters.values() if p.kind in _POSITIONAL]
-
-
-def keyword_only_names(f: Callable) -> list[str]:
-    sig = _signature(f)
-    if sig is None:
-        return []
-    return [p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-
-
-def has_var_positional(f: Callable) -> bool:
-    sig = _signature(f)
-    if sig is None:
-        return True
-    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in sig.parameters.values())
-
-
-def param_label(f: Callable, slot: int | str) -> str:
-    """The name used for an argument in labels (``x``, or ``arg2``)."""
-    if isinstance(slot, str):
-        return slot
-    names = parameter_names(f)
-    return names[slot] if slot < len(names) else f"arg{slot}"
-
-
-def _is_index(s: Any) -> bool:
-    return isinstance(s, (int, onp.integer)) and not isinstance(s, (bool, onp.bool_))
-
-
-def resolve_wrt(f: Callable, wrt: Any, nargs: int, kwargs: dict | None = None):
-    """Turn a ``wrt`` selector into argument slots.
-
-    Returns ``(slots, single)``: a slot is a position in the positional
-    arguments, or a keyword name for an argument passed by keyword; ``single``
-    is True when ``wrt`` was one int or one name (the caller then returns one
-    result instead of a tuple). ``wrt=None`` selects every positional argument.
-
-    >>> resolve_wrt(lambda x, y: x * y, "y", 2)
-    ((1,), True)
-    >>> resolve_wrt(lambda x, y: x * y, [0, 1], 2)
-    ((0, 1), False)
-    >>> resolve_wrt(lambda x, *, scale: x * scale, "scale", 1, {"scale": 2.0})
-    (('scale',), True)
-    """
-    kwargs = kwargs or {}
-    if wrt is None:
-        return tuple(range(nargs)), False
-    single = _is_index(wrt) or isinstance(wrt, str)
-    selectors = [wrt] if single else list(wrt) if isinstance(wrt, Sequence) else None
-    if selectors is None or not selectors:
-        raise ValueError(
-            f"wrt must be an int, a parameter name, or a non-empty sequence of them; got "
-            f"{wrt!r}. Use e.g. wrt=0, wrt='x' or wrt=(0, 1)."
-        )
-    is_int = [_is_index(s) for s in selectors]
-    is_str = [isinstance(s, str) for s in selectors]
-    if not (all(is_int) or all(is_str)):
-        raise ValueError(
-            f"wrt must be all integers or all parameter names, not a mix; got {wrt!r}. "
-            "Write e.g. wrt=(0, 1) or wrt=('x', 'y')."
-        )
-    names = parameter_names(f)
-    slots: list = []
-    for s in selectors:
-        if isinstance(s, str):
-            if s in kwargs:
-                slot = s
-            elif s in names and names.index(s) < nargs:
-                slot = names.index(s)
-            else:
-                known = names[:nargs] + list(kwargs)
-                raise ValueError(
-                    f"wrt names {s!r}, but f was given no argument of that name; its "
-                    f"arguments are {known}. Use one of those names or an index."
-                )
-        else:
-            i = int(s)
-            if i < 0:
-                i += nargs
-            if 0 <= i < nargs:
-                slot = i
-            elif 0 <= i < len(names) and names[i] in kwargs:
-                slot = names[i]  # passed by keyword: differentiate it there
-            else:
-                raise ValueError(
-                    f"wrt={s!r} is out of range: f was called with {nargs} positional "
-                    f"argument(s), so valid indices are 0..{nargs - 1}"
-                    + (
-                        ". Pass the point as arguments to the returned function."
-                        if not nargs
-                        else "."
-                    )
-                )
-        if slot in slots:
-            raise ValueError(
-                f"wrt selects argument {param_label(f, slot)!r} twice ({wrt!r}); list each "
-                "argument once."
-            )
-        slots.append(slot)
-    return tuple(slots), single
 
 
 @dataclass
@@ -303,6 +183,7 @@ def select_argument(
     constants_ok: bool,
     name: str | None = None,
     kind_of: Callable[[Any], str] = float_kind,
+    any_precision: bool = False,
 ) -> Selected:
     """Open one argument into leaves, validate and name them."""
     name = name or param_label(f, slot)
@@ -313,7 +194,8 @@ def select_argument(
         kind = kind_of(leaf)
         if kind in ("real", "complex"):
             spec = leaf_of(leaf, label, _positional_of(f, slot), path)
-            _check_precision(label, spec)
+            if not any_precision:
+                _check_precision(label, spec)
             specs.append(spec)
             continue
         if not constants_ok or not path:
@@ -339,6 +221,7 @@ def bind_call(
     constants_ok: bool = False,
     container: Callable | None = None,
     kind_of: Callable[[Any], str] = float_kind,
+    any_precision: bool = False,
 ) -> Call:
     """Resolve ``wrt``, open the selected arguments into leaves and validate them.
 
@@ -348,7 +231,9 @@ def bind_call(
     reason. Without it (the AD operators) such leaves raise a TypeError that
     says how to fix the call. Keyword arguments are constants unless ``wrt``
     names them. ``kind_of`` classifies a leaf (the AD system's ``float_kind``:
-    torch differentiates tensors, not Python numbers).
+    torch differentiates tensors, not Python numbers). ``any_precision``
+    admits bfloat16 leaves (only the low-precision check evaluates them; finite
+    differences never do).
     """
     check_callable(f)
     args, kwargs = list(args), dict(kwargs)
@@ -356,7 +241,11 @@ def bind_call(
         selected, skipped = [], []
         for i, a in enumerate(args):
             try:
-                selected.append(select_argument(f, a, i, constants_ok=True, kind_of=kind_of))
+                selected.append(
+                    select_argument(
+                        f, a, i, constants_ok=True, kind_of=kind_of, any_precision=any_precision
+                    )
+                )
             except TypeError:
                 reason = _skip_reason(a, kind_of)
                 if reason is None:  # it holds floats but cannot be used as given: say why
@@ -375,7 +264,16 @@ def bind_call(
     selected = []
     for slot in slots:
         value = kwargs[slot] if isinstance(slot, str) else args[slot]
-        selected.append(select_argument(f, value, slot, constants_ok=constants_ok, kind_of=kind_of))
+        selected.append(
+            select_argument(
+                f,
+                value,
+                slot,
+                constants_ok=constants_ok,
+                kind_of=kind_of,
+                any_precision=any_precision,
+            )
+        )
     call = Call(f, args, kwargs, selected, single, container=container)
     if not call.specs:
         raise TypeError(
@@ -397,9 +295,3 @@ def _skip_reason(a: Any, kind_of: Callable[[Any], str] = float_kind) -> str | No
     if len(leaves) == 1 and tree.is_leaf:
         return kinds[0]
     return f"a structure of {', '.join(kinds)}"
-
-
-# ---------------------------------------------------------------- outputs
-
-
-# ---------------------------------------------------------------- sizes

@@ -213,7 +213,9 @@ def float_kind(x: Any) -> str | None:
 
 def dtype_name(x: Any) -> str:
     """The dtype's name without its library's prefix: ``float32``, ``bfloat16``."""
-    return str(getattr(unbox(x), "dtype", onp.asarray(unbox(x)).dtype)).removeprefix("torch.")
+    v = unbox(x)
+    dtype = v.dtype if hasattr(v, "dtype") else onp.asarray(v).dtype
+    return str(dtype).removeprefix("torch.")
 
 
 _FOREIGN_KINDS = {
@@ -235,6 +237,9 @@ def _foreign_kind(v: Any) -> str | None:
         return f"an integer array ({name})"
     return f"an array of dtype {name}"
 
+
+#: Machine epsilon of precisions numpy itself does not know.
+_NO_NUMPY_EPS = {"bfloat16": 2.0**-7, "complex32": 2.0**-10}
 
 # Precisions a leaf may have: longdouble would be silently rounded to float64.
 SUPPORTED_REAL = ("float16", "float32", "float64")
@@ -272,6 +277,8 @@ class Leaf:
 
     @property
     def eps(self) -> float:
+        if self.dtype in _NO_NUMPY_EPS:
+            return _NO_NUMPY_EPS[self.dtype]
         return float(onp.finfo(self.real_dtype).eps)
 
     def label(self, k: int) -> str:

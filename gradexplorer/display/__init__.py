@@ -4,9 +4,10 @@
 from .graph import plot_localization
 from .heatmap import figure_png, plot_jacobian
 from .plots import plot_check, plot_complex_blocks, plot_hessian, plot_step_sweep
+from .precision import plot_precision
 from .render import render
 
 __all__ = [
     "plot_jacobian", "plot_check", "plot_hessian", "plot_complex_blocks", "plot_step_sweep",
-    "plot_localization", "render", "figure_png",
+    "plot_localization", "plot_precision", "render", "figure_png",
 ]  # fmt: skip

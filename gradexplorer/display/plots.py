@@ -335,14 +335,21 @@ def update_complex(art: PanelArtists, b: Any) -> bool:
 
 
 def plot_step_sweep(
-    f: Any, *args: Any, entry: tuple = (0, 0), wrt: Any = 0, ax: Any = None, steps: Any = None
+    f: Any,
+    *args: Any,
+    entry: tuple = (0, 0),
+    wrt: Any = 0,
+    ax: Any = None,
+    steps: Any = None,
+    **options: Any,
 ) -> dict:
     """|FD estimate - analytic| of one entry against the step, log–log.
 
     Forward, central and Richardson differences (and the complex step when f
     takes complex input safely) across steps 1e-16..1e-1 show the truncation
     / round-off "V"; the default step of each method is marked. ``entry`` is
-    ``(row, col)`` of the 2-D (real) Jacobian.
+    ``(row, col)`` of the 2-D (real) Jacobian; ``options`` (``backend``,
+    ``precision``) go to :func:`gradexplorer.check.sweep.step_sweep`.
 
     >>> import autograd.numpy as anp
     >>> lines = plot_step_sweep(anp.sin, anp.array([0.5, 1.0]), entry=(1, 1))
@@ -351,7 +358,7 @@ def plot_step_sweep(
     """
     from ..check.sweep import step_sweep
 
-    sweep = step_sweep(f, *args, entry=entry, wrt=wrt, steps=steps)
+    sweep = step_sweep(f, *args, entry=entry, wrt=wrt, steps=steps, **options)
     ax = _new_axes(ax, None, (5.5, 4))
     styles = {
         "forward": ("#1b9e77", "o"),

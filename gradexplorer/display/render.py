@@ -29,6 +29,10 @@ def render(result: Any, fig: Any = None, *, png: bool = False) -> Any:
         from .plots import plot_check
 
         figure = plot_check(result, fig=fig)
+    elif kind == "PrecisionReport":
+        from .precision import plot_precision
+
+        figure = plot_precision(result, fig=fig)
     elif kind == "FDResult":
         figure = fig or Figure(figsize=(5, 4), layout="constrained")
         plot_jacobian(result, figure.add_subplot(), title=f"{result.method} finite differences")

@@ -16,6 +16,7 @@ import numpy as onp
 from matplotlib.figure import Figure
 
 from .. import gallery
+from ..backends import get_backend
 from ..check.api import check_grads
 from ..core.calls import bind_call
 from ..core.outputs import output_layout
@@ -24,7 +25,7 @@ from ..fd.steps import METHODS
 from .controls import close_tree, log_slider
 from .figures import close_figure, ipympl_active, new_figure
 from .html import badge_html, entry_html, error_html, worst_html
-from .views import FIGSIZE, draw_view, point_from, point_sliders
+from .views import AUTOGRAD_ONLY, FIGSIZE, draw_view, point_from, point_sliders
 
 __all__ = ["explore", "Explorer"]
 
@@ -174,7 +175,8 @@ class Explorer(W.VBox):
         self.refresh()
 
     def _setup(self, f, args, wrt):
-        call = bind_call(f, args, {}, wrt, constants_ok=True)
+        self.system = get_backend(None, args, f)
+        call = bind_call(f, args, {}, wrt, constants_ok=True, kind_of=self.system.float_kind)
         self.call = call
         self.argnums = tuple(sel.slot for sel in call.selected)
         names = [sel.name for sel in call.selected]
@@ -199,6 +201,8 @@ class Explorer(W.VBox):
         if scalar and one_array:
             views.append("Hessian")
         views += ["Step sweep", "Where"]
+        if self.system.name != "autograd":
+            views = [v for v in views if v not in AUTOGRAD_ONLY]
         self._install_views(views)
 
     def _install_views(self, views: list[str]) -> None:
@@ -234,6 +238,7 @@ class Explorer(W.VBox):
             self.seed.value,
             self.scale.value,
             self.dtype.value,
+            None if self.system.name == "autograd" else self.system.to_array,
         )
         return tuple(args)
 
@@ -297,6 +302,7 @@ class Explorer(W.VBox):
                 *args,
                 wrt=self._selected_wrt(),
                 mode="full",
+                precision="native",  # the dtype control chose the precision
                 method=self.method.value,
                 rtol=self.rtol.value,
                 step=None if self.auto_step.value else self.step.value,

@@ -13,7 +13,7 @@ from ..ad.jacobians import hessian
 from ..check.sweep import step_sweep
 from ..display import plots as P
 
-__all__ = ["draw_view", "point_sliders", "point_from", "FIGSIZE"]
+__all__ = ["draw_view", "point_sliders", "point_from", "FIGSIZE", "AUTOGRAD_ONLY"]
 
 #: Figure size (inches) of each view.
 FIGSIZE = {
@@ -49,9 +49,12 @@ def point_sliders(call) -> list:
     return sliders
 
 
-def point_from(call, slider_values: list, seed: int, scale: float, dtype_name: str) -> tuple:
+def point_from(
+    call, slider_values: list, seed: int, scale: float, dtype_name: str, to_array=None
+) -> tuple:
     """The point the controls describe: slider values, else a seeded normal draw times
     ``scale`` (seed 0 keeps the starting point, scaled), cast to the chosen dtype.
+    ``to_array`` makes the AD system's arrays (torch tensors, jax arrays).
 
     Returns ``(args, kwargs)`` with the selected leaves replaced, the structure kept.
     """
@@ -69,8 +72,18 @@ def point_from(call, slider_values: list, seed: int, scale: float, dtype_name: s
             r = scale * r
         dtype = onp.result_type(real, onp.complex64) if spec.complex else real
         new = onp.asarray(spec.from_real(r)).astype(dtype)
-        leaves.append(spec.pytype(new) if spec.pytype is not None else new)
+        if spec.pytype is not None:
+            new = spec.pytype(new)
+        elif to_array is not None:
+            new = to_array(new)
+        leaves.append(new)
     return call.rebuild_plain(leaves)
+
+
+#: Views that need autograd's own operators (hessian, complex_blocks).
+AUTOGRAD_ONLY = ("Complex blocks", "Hessian")
+#: The explorer casts the point to its dtype control: check in that precision.
+NATIVE = {"precision": "native"}
 
 
 def draw_view(
@@ -106,16 +119,16 @@ def draw_view(
         from ..display.graph import plot_localization
         from ..locate.localize import locate
 
-        art = locate(f, *args, wrt=argnums)
+        art = locate(f, *args, wrt=argnums, **NATIVE)
         plot_localization(art, fig)
     return art
 
 
 def _draw_sweep(fig, art, f, args, entry, wrt):
-    sweep = step_sweep(f, *args, entry=entry, wrt=wrt)
+    sweep = step_sweep(f, *args, entry=entry, wrt=wrt, **NATIVE)
     if art is None or set(art) != set(sweep.errors):
         fig.clear()
-        return P.plot_step_sweep(f, *args, entry=entry, wrt=wrt, ax=fig.add_subplot())
+        return P.plot_step_sweep(f, *args, entry=entry, wrt=wrt, ax=fig.add_subplot(), **NATIVE)
     for method, line in art.items():
         line.set_ydata(onp.where(sweep.errors[method] > 0, sweep.errors[method], onp.nan))
     ax = next(iter(art.values())).axes

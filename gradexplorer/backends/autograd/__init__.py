@@ -30,7 +30,7 @@ from .tracing import VJPTrace, op_name, trace_jvp, trace_vjp, traced_container
 __all__ = [
     "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "definition_site", "op_function",
-    "float_kind", "prepare", "session",
+    "float_kind", "prepare", "session", "cast",
     "trace_vjp", "trace_jvp", "VJPTrace", "getval", "isbox", "op_name", "FRIENDLY_NAMES",
     "primitive", "defvjp", "defjvp",
 ]  # fmt: skip
@@ -59,6 +59,15 @@ container = traced_container
 
 def jvp(F, leaves, tangents, fallback: bool = False):
     return trace_jvp(F, leaves, tangents, fallback=fallback)
+
+
+def cast(x: Any, dtype: str) -> Any:
+    """x as a numpy array of the named dtype (numpy has no bfloat16)."""
+    if dtype == "bfloat16":
+        raise TypeError(
+            "numpy has no bfloat16: check a bfloat16 gradient with torch or jax tensors."
+        )
+    return onp.asarray(x, dtype=dtype)
 
 
 def session(precision: Any = None):

@@ -18,7 +18,7 @@ from ...core.calls import param_label
 from ...core.tree import dtype_name, float_kind, map_leaves
 from ..base import Prepared, promotion_note
 
-__all__ = ["np", "owns", "to_array", "to_numpy", "float_kind", "prepare", "session"]
+__all__ = ["np", "owns", "to_array", "to_numpy", "cast", "float_kind", "prepare", "session"]
 
 #: The array functions the realified map uses while it is traced.
 np = jnp
@@ -33,6 +33,11 @@ def to_array(a: Any) -> Any:
     if isinstance(a, (onp.ndarray, onp.generic)) and a.dtype.kind in "fciub":
         return jnp.asarray(a)
     return a
+
+
+def cast(x: Any, dtype: str) -> Any:
+    """x as a jax array of the named dtype (``"bfloat16"`` too)."""
+    return jnp.asarray(x, dtype=jnp.dtype(dtype))
 
 
 def to_numpy(x: Any) -> Any:

@@ -12,14 +12,14 @@ from typing import Any
 import torch
 
 from ...core.guards import register_random_source
-from .arrays import float_kind, np, owns, prepare, session, to_array, to_numpy
+from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
 from .recording import definition_site, op_eval, op_function, op_jvp, op_vjp, record
 from .tracing import VJPTrace, trace_jvp, trace_vjp
 
 __all__ = [
     "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
-    "float_kind", "prepare", "session", "VJPTrace",
+    "float_kind", "prepare", "session", "cast", "VJPTrace",
 ]  # fmt: skip
 
 name = "torch"

@@ -22,7 +22,7 @@ from ...core.tree import float_kind as core_float_kind
 from ...core.tree import map_leaves
 from ..base import Prepared, promotion_note
 
-__all__ = ["np", "owns", "to_array", "to_numpy", "float_kind", "prepare", "session"]
+__all__ = ["np", "owns", "to_array", "to_numpy", "cast", "float_kind", "prepare", "session"]
 
 
 def _as_tensor(x: Any) -> torch.Tensor:
@@ -64,6 +64,11 @@ def to_numpy(x: Any) -> Any:
     if t.dtype == torch.bfloat16 or (t.dtype == torch.complex32):
         t = t.to(torch.complex64 if t.is_complex() else torch.float32)
     return t.numpy().copy()
+
+
+def cast(x: Any, dtype: str) -> torch.Tensor:
+    """x (a tensor or numpy) as a tensor of the named dtype (``"bfloat16"`` too)."""
+    return to_array(x).to(getattr(torch, dtype))
 
 
 def float_kind(x: Any) -> str:

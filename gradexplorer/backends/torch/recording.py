@@ -151,9 +151,16 @@ class _Recorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        if not _State.depth:
-            self.note(func, args, kwargs, out)
+        if _State.depth:
+            return func(*args, **kwargs)
+        # what runs inside a torch function (a custom op's own autograd.Function) is its
+        # implementation, not one of f's operations
+        _State.depth += 1
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            _State.depth -= 1
+        self.note(func, args, kwargs, out)
         return out
 
     def note(self, func, args, kwargs, out) -> None:

@@ -54,14 +54,17 @@ class VJPTrace:
         if not isinstance(self.value, torch.Tensor) or not self.value.requires_grad:
             return zeros
         g = torch.as_tensor(g).to(self.value.dtype)
+        create = self.nested or g.requires_grad
         grads = torch.autograd.grad(
             self.value,
             self.leaves,
             grad_outputs=g,
             retain_graph=True,
-            create_graph=self.nested or g.requires_grad,
+            create_graph=create,
             allow_unused=True,
         )
+        if create and g.requires_grad and any(_underivable(d) for d in grads):
+            raise _not_differentiable(self.value)
         return [z if d is None else d for z, d in zip(zeros, grads)]
 
     @property
@@ -84,6 +87,47 @@ class VJPTrace:
             (x.grad_fn in seen) if x.grad_fn is not None else id(x) in variables
             for x in self.leaves
         )
+
+
+def _underivable(d: torch.Tensor | None) -> bool:
+    """A cotangent whose own derivative torch cannot give: computed without a
+    graph, or behind a ``once_differentiable`` backward (torch's Error node,
+    which ``allow_unused`` would otherwise read as a silent zero)."""
+    if d is None:
+        return False
+    if not d.requires_grad:
+        return True
+    seen, stack = set(), [d.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if node.name() == "torch::autograd::Error":
+            return True
+        stack.extend(n for n, _ in node.next_functions)
+    return False
+
+
+def _not_differentiable(value: torch.Tensor) -> NotImplementedError:
+    """A backward pass that cannot be differentiated (``once_differentiable``, or
+    one computed under ``no_grad``): name the custom Functions in the graph."""
+    names, seen, stack = [], set(), [value.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "_forward_cls"):
+            names.append(node._forward_cls.__name__)
+        stack.extend(n for n, _ in node.next_functions)
+    who = ", ".join(dict.fromkeys(names)) or "an operation"
+    exc = NotImplementedError(
+        f"the backward pass of {who} cannot be differentiated (it is once_differentiable "
+        "or runs without building a graph), so its second derivatives are unknown"
+    )
+    exc.add_note(f"(raised by the VJP of {who})")
+    return exc
 
 
 def trace_vjp(F: Callable, leaves: Sequence) -> VJPTrace:

@@ -1,0 +1,282 @@
+"""check_precision: is a low-precision gradient as good as its precision allows?
+
+"Switch to double" is the usual answer to a float32 gradient that fails a
+check; it says nothing about the float32 kernel itself. Here the float32
+(float16, bfloat16) backward is compared with the same function's backward in
+float64, and each entry is judged against the error the low precision makes
+unavoidable:
+
+- the reference's own conditioning: the float64 Jacobian at inputs moved by
+  one unit of the low precision's rounding (``x·(1 ± eps)``) differs from
+  itself by what no algorithm working from rounded data can avoid;
+- rounding of the result at the scale of its block (the output leaf x input
+  leaf it belongs to): a backward pass forms each entry from terms of the
+  block's size, so errors of a few eps of that size are round-off (torch's own
+  float32 ``sigmoid`` backward returns 0 for an entry of 2e-9 next to entries
+  of 0.25, and is right to within float32).
+
+Errors are shown in units of the low precision's eps times the block's
+scale. The float64 gradient itself is checked against finite differences
+first: a precision verdict means nothing for a wrong derivative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as onp
+
+from ..backends import get_backend
+from ..core.calls import bind_call, check_callable
+from ..core.guards import keeping_random_state
+from ..core.tree import dtype_name
+from .precision_report import PrecisionEntry, PrecisionReport
+from .problem import Problem, _traceable, as_rng, build_problem
+from .rules import flat, reverse_rows
+
+__all__ = ["check_precision", "ROUNDOFF_UNITS", "CONDITIONING_SAFETY", "SAMPLES"]
+
+#: Round-off allowed, in eps of the low precision times the block's scale.
+ROUNDOFF_UNITS = 32.0
+#: The conditioning spread is measured from a few samples: this covers the rest.
+CONDITIONING_SAFETY = 4.0
+#: Perturbed inputs sampled to measure the reference's conditioning.
+SAMPLES = 4
+
+_LOW = ("float16", "bfloat16", "float32", "complex32", "complex64")
+
+
+def check_precision(
+    f: Callable,
+    *args: Any,
+    wrt: Any = None,
+    rng: Any = None,
+    backend: str | None = None,
+    samples: int = SAMPLES,
+    **kwargs: Any,
+) -> PrecisionReport:
+    """Judge a float32 / float16 / bfloat16 gradient against the same function in float64.
+
+    Parameters
+    ----------
+    f : callable
+        A function of torch tensors, jax arrays or numpy arrays (autograd),
+        or a torch ``nn.Module``; its inputs in the low precision to judge.
+    *args
+        The point, in the low precision (it is exactly representable in
+        float64, so both runs see the same point).
+    wrt : int, str, sequence, or None
+        As in :func:`check_grads` (a module's parameters by name).
+    rng : Generator, RandomState or int, optional
+        For the conditioning samples and the reference check.
+    backend : {"autograd", "torch", "jax"}, optional
+        Default: from the arguments.
+    samples : int
+        Perturbed inputs used to measure the reference's conditioning.
+
+    Returns
+    -------
+    PrecisionReport
+        ``low`` and ``reference`` Jacobians, ``eps_units`` (the error in eps of
+        the low precision times the block's scale), ``violation`` (> 1: worse
+        than the precision allows), ``mismatches``, ``reference_check`` (the
+        float64 gradient against finite differences).
+
+    Examples
+    --------
+    >>> import numpy as np, autograd.numpy as anp
+    >>> x = np.linspace(-3, 3, 5).astype(np.float32)
+    >>> r = check_precision(lambda x: anp.tanh(x) * x, x)
+    >>> r.passed, r.low_dtype
+    (True, 'float32')
+    """
+    check_callable(f)
+    gen = as_rng(rng)
+    system = get_backend(backend, list(args) + list(kwargs.values()), f)
+    with keeping_random_state(False):
+        with system.session("native"):
+            low = system.prepare(f, tuple(args), dict(kwargs), wrt, "native")
+            call_low = bind_call(
+                low.f,
+                low.args,
+                low.kwargs,
+                low.wrt,
+                constants_ok=True,
+                container=system.container,
+                kind_of=system.float_kind,
+                any_precision=True,
+            )
+        dtypes = [dtype_name(v) for v in call_low.values]
+        if not any(d in _LOW for d in dtypes):
+            raise TypeError(
+                f"check_precision judges a lower precision against float64, but the inputs "
+                f"are {', '.join(sorted(set(dtypes)))}. Pass them in the precision to judge "
+                "(x.float(), x.half(), x.astype(np.float32)); check_grads checks float64."
+            )
+        with system.session("float64"):
+            high = system.prepare(f, tuple(args), dict(kwargs), wrt, "float64")
+            p = build_problem(high.f, high.args, high.kwargs, high.wrt, backend=system)
+            reference, spread, ref_check = _reference(p, dtypes, gen, max(1, int(samples)))
+        with system.session("native"):
+            analytic, out_dtype = _low_jacobian(p, call_low, dtypes, system)
+    return _judge(p, analytic, reference, spread, dtypes, out_dtype, ref_check, samples)
+
+
+def _rows(p: Problem, leaves) -> onp.ndarray:
+    tr = p.backend.vjp(p.F, leaves)
+    dtype = onp.asarray(p.backend.to_numpy(tr.value)).dtype
+
+    def rule(u):
+        return flat(tr.backward(p.backend.to_array(onp.asarray(u, dtype))), p.backend)
+
+    return reverse_rows(rule, p.m)
+
+
+def _reference(p: Problem, dtypes, gen, samples):
+    """The float64 Jacobian, its spread over inputs perturbed at the low
+    precision's rounding, and the float64 gradient's own check."""
+    from .api import _check_grads
+
+    x0 = p.x0
+    J = _rows(p, p.vs)
+    eps = onp.concatenate([onp.full(s.real_size, _eps(d)) for s, d in zip(p.cols.sides, dtypes)])
+    spread = onp.zeros_like(J)
+    for _ in range(samples):
+        # each coordinate moves by one rounding, up or down (a random smaller move
+        # could leave an entry looking perfectly conditioned by chance)
+        moved = x0 * (1.0 + eps * (gen.integers(0, 2, x0.size) * 2.0 - 1.0))
+        with onp.errstate(invalid="ignore"):
+            spread = onp.fmax(spread, onp.abs(_rows(p, p.split(moved)) - J))
+    check = _check_grads(p, 1, "auto", None, None, gen, "richardson", None)
+    return J, spread, check
+
+
+def _eps(dtype: str) -> float:
+    from ..core.tree import Leaf
+
+    return Leaf("x", (), dtype.startswith("complex"), dtype).eps
+
+
+def _low_jacobian(p: Problem, call_low, dtypes, system):
+    """The Jacobian of the low-precision backward at the same point."""
+    F = _traceable(call_low, p.F.layout, None, system)
+    leaves = [
+        system.cast(onp.asarray(system.to_numpy(v)), _real_of(d)) for v, d in zip(p.vs, dtypes)
+    ]
+    tr = system.vjp(F, leaves)
+    out_dtype = dtype_name(tr.value)
+
+    def rule(u):
+        cot = system.cast(onp.asarray(u, dtype=float), out_dtype)
+        grads = tr.backward(cot)
+        return onp.concatenate(
+            [onp.ravel(onp.asarray(system.to_numpy(g), dtype=float)) for g in grads]
+        )
+
+    return reverse_rows(rule, p.m), out_dtype
+
+
+def _largest(dtype: str) -> float:
+    known = {"bfloat16": 3.3895e38, "float16": 65504.0, "float32": 3.4028e38}
+    return known.get(dtype, float(onp.finfo(float).max))
+
+
+def _col_largest(cols, dtypes) -> onp.ndarray:
+    return onp.concatenate(
+        [onp.full(s.real_size, _largest(_real_of(d))) for s, d in zip(cols.sides, dtypes)]
+    )
+
+
+def _real_of(dtype: str) -> str:
+    return {"complex32": "float16", "complex64": "float32", "complex128": "float64"}.get(
+        dtype, dtype
+    )
+
+
+def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples) -> PrecisionReport:
+    rows, cols = p.rows, p.cols
+    col_eps = onp.concatenate([onp.full(s.real_size, _eps(d)) for s, d in zip(cols.sides, dtypes)])
+    row_eps = onp.full(rows.size, _eps(_real_of(out_dtype)))
+    eps = onp.maximum(row_eps[:, None], col_eps[None, :])
+    scale = onp.zeros_like(J)
+    for rs in rows.slices.values():
+        for cs in cols.slices.values():
+            block = J[rs, cs]
+            finite = onp.abs(block[onp.isfinite(block)])
+            scale[rs, cs] = finite.max() if finite.size else 0.0
+    unit = eps * onp.where(scale > 0, scale, onp.finfo(float).tiny)
+    # where the true value itself exceeds the low precision's range, inf is its answer
+    # (a gradient entry lives in its input's cotangent, in that input's precision);
+    # where f's own value overflows, a backward pass multiplies by inf and NaN follows
+    top = _col_largest(cols, dtypes)[None, :]
+    with onp.errstate(invalid="ignore"):
+        overflow = bool(onp.any(onp.abs(p.evaluate_one(p.x0)) >= _largest(_real_of(out_dtype))))
+    beyond = ~onp.isfinite(A) & ((onp.abs(J) >= top) | overflow)
+    with onp.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        err = onp.abs(A - J)
+        err = onp.where(onp.isfinite(A), err, onp.inf)
+        allowed = ROUNDOFF_UNITS * unit + CONDITIONING_SAFETY * spread
+        violation = onp.where(beyond, onp.nan, err / allowed)
+        units = err / unit
+        allowed_units = allowed / unit
+    failing = onp.argwhere(violation > 1)
+    order = onp.argsort(
+        -onp.nan_to_num(violation, nan=-1.0, posinf=onp.finfo(float).max), axis=None
+    )
+
+    def entry(i, j):
+        return PrecisionEntry(
+            rows.label(i) + " / " + cols.label(j),
+            int(i),
+            int(j),
+            float(A[i, j]),
+            float(J[i, j]),
+            float(err[i, j]),
+            float(units[i, j]),
+            float(allowed_units[i, j]),
+            float(violation[i, j]),
+        )
+
+    mism = sorted((entry(i, j) for i, j in failing), key=lambda e: -e.violation)
+    worst = [entry(*onp.unravel_index(t, J.shape)) for t in order[:10]]
+    notes = []
+    if not ref_check.passed:
+        notes.append(
+            "the float64 gradient itself fails its finite-difference check (see "
+            ".reference_check): the derivative is wrong, not only imprecise; fix that first."
+        )
+    with onp.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        cond = float(onp.nanmax(spread / unit, initial=0.0))
+    if beyond.any():
+        notes.append(
+            f"{int(beyond.sum())} entries are not finite because f's value or derivative is "
+            f"beyond {_real_of(out_dtype)}'s range (it is in float64 too): inf is the best the "
+            "precision can give there, so they are not judged."
+        )
+    if cond > ROUNDOFF_UNITS:
+        notes.append(
+            f"the problem is ill-conditioned in {_real_of(dtypes[0])}: rounding the inputs "
+            f"alone moves the float64 Jacobian by up to {cond:.0f} eps of its scale; those "
+            "entries are allowed that much."
+        )
+    low = sorted(set(dtypes) | {out_dtype}, key=_eps, reverse=True)
+    return PrecisionReport(
+        passed=not mism and ref_check.passed,
+        low_dtype=low[0],
+        eps=float(eps.max()),
+        analytic=A,
+        reference=J,
+        abs_err=err,
+        eps_units=units,
+        allowed_units=allowed_units,
+        violation=violation,
+        worst=tuple(worst),
+        mismatches=tuple(mism),
+        rows=rows,
+        cols=cols,
+        reference_check=ref_check,
+        notes=tuple(notes) + tuple(p.extra_notes),
+        function=p.name,
+        samples=samples,
+    )
