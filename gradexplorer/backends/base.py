@@ -54,7 +54,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Backend", "OpRecord", "Prepared", "user_frames", "promotion_note", "PACKAGE_DIR"]
+__all__ = [
+    "Backend", "OpRecord", "Prepared", "user_frames", "promote_arguments", "promotion_note",
+    "PACKAGE_DIR",
+]  # fmt: skip
 
 #: The precisions a check may run in: None is each system's default.
 PRECISIONS = (None, "float64", "native")
@@ -88,6 +91,31 @@ class Prepared:
     kwargs: dict
     wrt: Any
     notes: tuple = ()
+
+
+def promote_arguments(f: Any, args: tuple, kwargs: dict, widen: Any) -> tuple[tuple, dict, list]:
+    """Every leaf of f's arguments through ``widen(x) -> (new, old_dtype | None)``;
+    returns the new arguments and ``(label, old_dtype)`` of each leaf widened,
+    labelled by path (``params['W']``)."""
+    from ..core.calls import param_label
+    from ..core.tree import flatten, path_str, unflatten
+
+    seen: list = []
+
+    def walk(value: Any, name: str) -> Any:
+        leaves, tree = flatten(value)
+        out = []
+        for leaf, path in zip(leaves, tree.paths()):
+            new, old = widen(leaf)
+            if old is not None:
+                seen.append((name + path_str(path), old))
+            out.append(new)
+        return unflatten(tree, out)
+
+    named = getattr(f, "forward", f)  # a torch module: its forward's parameter names
+    args = tuple(walk(a, param_label(named, i)) for i, a in enumerate(args))
+    kwargs = {k: walk(v, k) for k, v in kwargs.items()}
+    return args, kwargs, seen
 
 
 def promotion_note(seen: list) -> str:

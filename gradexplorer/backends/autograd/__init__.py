@@ -13,9 +13,8 @@ import numpy as onp
 from autograd.extend import defjvp, defvjp, primitive
 from autograd.tracer import getval, isbox
 
-from ...core.calls import param_label
-from ...core.tree import float_kind, map_leaves
-from ..base import Prepared, promotion_note
+from ...core.tree import float_kind
+from ..base import Prepared, promote_arguments, promotion_note
 from .recording import (
     FRIENDLY_NAMES,
     definition_site,
@@ -81,20 +80,12 @@ def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: Any) -> Prep
     """numpy inputs are checked in their own precision unless ``precision="float64"``."""
     if precision != "float64":
         return Prepared(f, tuple(args), dict(kwargs), wrt)
-    seen: list = []
 
-    def widen(x: Any, label: str) -> Any:
+    def widen(x: Any) -> tuple[Any, str | None]:
         if isinstance(x, (onp.ndarray, onp.generic)) and str(x.dtype) in _WIDER:
-            seen.append((label, str(x.dtype)))
-            return (
-                onp.asarray(x, _WIDER[str(x.dtype)])[()]
-                if not onp.ndim(x)
-                else x.astype(_WIDER[str(x.dtype)])
-            )
-        return x
+            wide = onp.asarray(x, _WIDER[str(x.dtype)])
+            return (wide if onp.ndim(x) else wide[()]), str(x.dtype)
+        return x, None
 
-    args = tuple(
-        map_leaves(lambda x, i=i: widen(x, param_label(f, i)), a) for i, a in enumerate(args)
-    )
-    kwargs = {k: map_leaves(lambda x, k=k: widen(x, k), v) for k, v in kwargs.items()}
+    args, kwargs, seen = promote_arguments(f, args, kwargs, widen)
     return Prepared(f, args, kwargs, wrt, (promotion_note(seen),) if seen else ())

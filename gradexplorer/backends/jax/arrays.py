@@ -14,9 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as onp
 
-from ...core.calls import param_label
-from ...core.tree import dtype_name, float_kind, map_leaves
-from ..base import Prepared, promotion_note
+from ...core.tree import dtype_name, float_kind
+from ..base import Prepared, promote_arguments, promotion_note
 
 __all__ = ["np", "owns", "to_array", "to_numpy", "cast", "float_kind", "prepare", "session"]
 
@@ -63,18 +62,13 @@ def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: Any) -> Prep
     jax differentiates them alike)."""
     if precision == "native":
         return Prepared(f, tuple(args), dict(kwargs), wrt)
-    seen: list = []
 
-    def widen(x: Any, label: str) -> Any:
+    def widen(x: Any) -> tuple[Any, str | None]:
         if isinstance(x, (jax.Array, onp.ndarray, onp.generic)) and dtype_name(x) in _WIDER:
-            seen.append((label, dtype_name(x)))
-            return jnp.asarray(x, dtype=_WIDER[dtype_name(x)])
-        return x
+            return jnp.asarray(x, dtype=_WIDER[dtype_name(x)]), dtype_name(x)
+        return x, None
 
-    args = tuple(
-        map_leaves(lambda x, i=i: widen(x, param_label(f, i)), a) for i, a in enumerate(args)
-    )
-    kwargs = {k: map_leaves(lambda x, k=k: widen(x, k), v) for k, v in kwargs.items()}
+    args, kwargs, seen = promote_arguments(f, args, kwargs, widen)
     return Prepared(f, args, kwargs, wrt, (promotion_note(seen),) if seen else ())
 
 

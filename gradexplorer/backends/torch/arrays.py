@@ -17,10 +17,8 @@ from typing import Any
 import numpy as onp
 import torch
 
-from ...core.calls import param_label
 from ...core.tree import float_kind as core_float_kind
-from ...core.tree import map_leaves
-from ..base import Prepared, promotion_note
+from ..base import Prepared, promote_arguments, promotion_note
 
 __all__ = ["np", "owns", "to_array", "to_numpy", "cast", "float_kind", "prepare", "session"]
 
@@ -91,10 +89,11 @@ _PROMOTE = {
 }
 
 
-def _promoted(x: Any, seen: list, label: str) -> Any:
+def _widen(x: Any) -> tuple[Any, str | None]:
     if isinstance(x, torch.Tensor) and x.dtype in _PROMOTE:
-        seen.append((label, str(x.dtype).removeprefix("torch.")))
-        return x.detach().to(_PROMOTE[x.dtype]).requires_grad_(x.requires_grad)
+        new = x.detach().to(_PROMOTE[x.dtype]).requires_grad_(x.requires_grad)
+        return new, str(x.dtype).removeprefix("torch.")
+    return x, None
     return x
 
 
@@ -106,9 +105,7 @@ def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: str | None) 
     promote = precision in (None, "float64")
     seen: list = []
     if promote:
-        named = f.forward if isinstance(f, torch.nn.Module) else f
-        args = tuple(_promote_tree(a, seen, param_label(named, i)) for i, a in enumerate(args))
-        kwargs = {k: _promote_tree(v, seen, k) for k, v in kwargs.items()}
+        args, kwargs, seen = promote_arguments(f, args, kwargs, _widen)
     notes: list[str] = []
     if isinstance(f, torch.nn.Module):
         f, kwargs, wrt, module_notes = module_call(f, args, kwargs, wrt, promote, seen)
@@ -116,16 +113,6 @@ def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: str | None) 
     if seen:
         notes.append(promotion_note(seen))
     return Prepared(f, args, kwargs, wrt, tuple(notes))
-
-
-def _promote_tree(value: Any, seen: list, label: str) -> Any:
-    before = len(seen)
-    out = map_leaves(lambda x: _promoted(x, seen, label), value)
-    if len(seen) > before + 1:  # one entry per argument is enough
-        dtypes = sorted({d for _, d in seen[before:]})
-        del seen[before:]
-        seen.append((label, "/".join(dtypes)))
-    return out
 
 
 @contextlib.contextmanager
