@@ -122,11 +122,11 @@ def test_entry_selection_and_step_sweep(explorer, tmp_path):
 def test_complex_and_hessian_views(explorer, tmp_path):
     ex = explorer()
     ex.gallery_menu.value = "z_abs2"
-    assert "Complex blocks" in ex.views
-    ex.tabs.selected_index = ex.views.index("Complex blocks")
+    assert "Complex" in ex.views
+    ex.tabs.selected_index = ex.views.index("Complex")
     b = gx.complex_blocks(ex.f, *ex.args)
-    np.testing.assert_allclose(image_of(ex.artists["Complex blocks"].heatmaps[0]), b.dre_dre)
-    (tmp_path / "complex.png").write_bytes(ex._view_widgets["Complex blocks"].value)
+    np.testing.assert_allclose(image_of(ex.artists["Complex"].heatmaps[0]), b.dre_dre)
+    (tmp_path / "complex.png").write_bytes(ex._view_widgets["Complex"].value)
     ex.gallery_menu.value = "rosenbrock"
     ex.tabs.selected_index = ex.views.index("Hessian")
     H = gx.hessian(ex.f)(*ex.args)
@@ -167,7 +167,8 @@ def test_where_view_names_the_culprit(explorer, tmp_path):
     ex.tabs.selected_index = ex.views.index("Where")
     loc = ex.artists["Where"]
     assert loc.culprit is not None
-    assert "culprit" in ex.figures["Where"].axes[0].get_title()
+    ax = ex.figures["Where"].axes[0]
+    assert "culprit" in " ".join(ax.get_title(loc=side) for side in ("left", "center"))
     (tmp_path / "where.png").write_bytes(ex._view_widgets["Where"].value)
 
 
@@ -188,3 +189,212 @@ def test_heatmap_keeps_a_fitting_scale_and_blits():
     assert P.update_heatmap(h, 10 * M) and h.rescaled
     assert h.image.norm.halfrange >= np.max(np.abs(10 * M))  # with headroom for the next step
     assert P.update_heatmap(h, 0.1 * M) and h.rescaled  # too small for the old scale
+
+
+# ---------------------------------------------------------------- issue 12: as people use it
+
+VIEW_NAMES = ["Jacobian", "Check", "Complex", "Hessian", "Step sweep", "Where"]
+
+
+def visit_all(ex):
+    for k in range(len(ex.views)):
+        ex.tabs.selected_index = k
+    ex.tabs.selected_index = 0
+
+
+def texts_of(fig):
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_text() and t.get_visible()]
+
+
+@pytest.mark.parametrize("name", ["softmax", "z_abs2", "rosenbrock", "matmul"])
+def test_every_view_fits_the_output_width_and_reads_at_10_px(explorer, name):
+    ex = explorer()
+    ex.gallery_menu.value = name
+    visit_all(ex)
+    for view, fig in ex.figures.items():
+        assert fig.get_figwidth() * fig.dpi <= 860, (name, view)
+        small = [(t.get_text()[:30], t.get_fontsize()) for t in texts_of(fig) if t.get_fontsize() < 7.5]
+        assert not small, (name, view, small)  # 7.5 pt = 10.4 px at 100 dpi
+
+
+def test_the_tabs_stay_the_same_through_the_gallery(explorer):
+    ex = explorer()
+    tabs = ex.tabs.children
+    for name in ["softmax", "z_abs2", "rosenbrock", "phase", "matmul"]:
+        ex.gallery_menu.value = name
+        assert list(ex.tabs.titles) == VIEW_NAMES and ex.tabs.children == tabs, name
+        visit_all(ex)
+        for k, view in enumerate(VIEW_NAMES):
+            ex.tabs.selected_index = k
+            assert ex.error.value == "", (name, view)
+            words = " ".join(t.get_text() for t in texts_of(ex.figures[view]))
+            assert words.strip(), (name, view)  # never blank: a picture or why not
+            if ex._notes[view]:
+                assert ex._notes[view] in words.replace("\n", " ")
+
+
+def test_a_view_that_does_not_apply_says_why_and_comes_back(explorer):
+    ex = explorer()
+    ex.gallery_menu.value = "softmax"
+    ex.tabs.selected_index = VIEW_NAMES.index("Hessian")
+    assert "scalar" in ex._notes["Hessian"]
+    assert ex.figures["Hessian"].get_figheight() < 2
+    ex.gallery_menu.value = "rosenbrock"
+    H = gx.hessian(ex.f)(*ex.args)
+    np.testing.assert_allclose(image_of(ex.artists["Hessian"].heatmaps[0]), H)
+    assert ex.figures["Hessian"].get_figheight() > 5
+
+
+def test_a_failing_check_selects_and_outlines_its_worst_entry(explorer):
+    case = next(c for c in CASES if c.name == "transposed")
+    ex = explorer(case.f, *case.args)
+    worst = ex.report.mismatches[0]
+    assert (ex.row.value, ex.col.value) == (worst.row, worst.col)
+    assert worst.label in ex.entry_info.value
+    outline = ex.artists["Jacobian"].selection
+    assert outline.get_xy() == (worst.col - 0.5, worst.row - 0.5)
+    assert matplotlib.colors.to_hex(outline.get_edgecolor()) == "#ff00ff"
+    ex.tabs.selected_index = VIEW_NAMES.index("Check")
+    for h in ex.artists["Check"].heatmaps:
+        assert h.selection.get_xy() == (worst.col - 0.5, worst.row - 0.5)
+    ex.row.value, ex.col.value = 3, 1  # a click elsewhere moves the outline
+    for h in ex.artists["Check"].heatmaps:
+        assert h.selection.get_xy() == (0.5, 2.5)
+
+
+def test_zoom_to_entry_on_a_large_map(explorer):
+    A = np.random.default_rng(0).standard_normal((64, 64)) / 8
+    ex = explorer(lambda x: anp.tanh(A @ x), np.linspace(-1, 1, 64))
+    ex.row.value, ex.col.value = 40, 10
+    ex.zoom.value = True
+    ax = ex.artists["Jacobian"].ax
+    assert ax.get_xlim() == (1.5, 18.5) and ax.get_ylim() == (48.5, 31.5)
+    ex.zoom.value = False
+    assert ax.get_xlim() == (-0.5, 63.5)
+
+
+def test_an_error_marks_the_views_stale_names_the_point_and_recovers(explorer):
+    def f(x):
+        if x[0] > 2:
+            raise ValueError("x[0] too big")
+        return anp.sin(x) * x
+
+    ex = explorer(f, np.array([0.5, 1.0]))
+    assert "PASSED" in ex.badge.value
+    image = image_of(ex.artists["Jacobian"]).copy()
+    ex.point_sliders[0].value = 2.5
+    assert "x[0] too big" in ex.error.value and "x = [2.5, 1]" in ex.error.value
+    assert "STALE" in ex.badge.value and "PASSED" not in ex.badge.value
+    assert "x = [0.5, 1]" in ex.badge.value  # the point the pictures still show
+    assert "gx-stale" in ex.tabs._dom_classes
+    np.testing.assert_allclose(image_of(ex.artists["Jacobian"]), image)
+    ex.point_sliders[0].value = 0.7
+    assert ex.error.value == "" and "PASSED" in ex.badge.value
+    assert "gx-stale" not in ex.tabs._dom_classes
+    assert ex.report.analytic[0, 0] == pytest.approx(np.cos(0.7) * 0.7 + np.sin(0.7))
+
+
+def test_the_badge_and_tables_say_one_entry_and_align():
+    from gradexplorer.explorer.html import badge_html, worst_html
+
+    r = gx.check_grads(lambda x: x * anp.array([1.0, 1.5]) if False else x**2, np.ones(2))
+    assert "PASSED" in badge_html(r)
+    case = next(c for c in CASES if c.name == "transposed")
+    bad = gx.check_grads(case.f, *case.args)
+    assert "wrong entries" in badge_html(bad) and 'class="gx-table"' in worst_html(bad)
+    one = gx.check_grads(_one_wrong, np.array([0.3, 0.8]))
+    assert "FAILED: 1 wrong entry<" in badge_html(one)
+
+
+
+
+def _one_wrong(x):
+    from autograd.extend import defvjp, primitive
+
+    @primitive
+    def twice_first(v):
+        return v * anp.array([2.0, 1.0])
+
+    defvjp(twice_first, lambda ans, v: lambda g: g * anp.array([2.0, 1.5]))
+    return twice_first(x)
+
+
+def test_the_step_sweep_labels_its_lines_and_shows_exact_zeros(explorer):
+    ex = explorer(anp.sin, np.array([0.5, 1.0]))
+    ex.tabs.selected_index = VIEW_NAMES.index("Step sweep")
+    lines = ex.artists["Step sweep"]
+    ax = lines["central"].axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "default step (dotted)" in labels and "complex step" in labels
+    assert ax.get_ylabel() and "entry y[0] / x[0]" in ax.get_title()
+    # sin's complex step is exact at some steps: drawn on the "exact" line, not dropped
+    assert lines["exact"].get_visible() and "error exactly 0" in labels
+
+
+def test_the_cauchy_riemann_residual_scale_starts_at_zero(explorer):
+    ex = explorer()
+    ex.gallery_menu.value = "z_abs2"
+    ex.tabs.selected_index = VIEW_NAMES.index("Complex")
+    residual = ex.artists["Complex"].heatmaps[4]
+    assert residual.image.norm.vmin == 0 and residual.kind == "magnitude"
+    assert len(residual.colorbar.ax.get_yticks()) >= 4
+
+
+def test_the_auto_step_is_shown_not_a_stale_slider_value(explorer):
+    ex = explorer(anp.sin, np.array([0.5, 100.0]))
+    assert ex.step.disabled and "auto: h ≈" in ex.step_note.value
+    ex.auto_step.value = False
+    assert not ex.step.disabled and ex.step_note.value == ""
+
+
+def test_complex_step_is_labelled_where_it_cannot_apply(explorer):
+    ex = explorer(anp.abs, np.array([0.5, -1.0]))
+    labels = dict((v, k) for k, v in ex.method.options)
+    assert labels["complex_step"].startswith("complex_step (n/a")
+    ex2 = explorer(anp.sin, np.array([0.5, -1.0]))
+    assert dict((v, k) for k, v in ex2.method.options)["complex_step"] == "complex_step"
+    ex2.method.value = "complex_step"
+    assert "PASSED" in ex2.badge.value, ex2.error.value
+
+
+def test_live_figures_use_no_pyplot_and_compute_in_the_background(monkeypatch):
+    pytest.importorskip("ipympl")
+    import matplotlib.pyplot as plt
+
+    from gradexplorer.explorer import explorer as module
+
+    monkeypatch.setattr(module, "ipympl_active", lambda: True)
+    before = plt.get_fignums()
+    ex = gx.explore(lambda x: anp.sin(x) * x, np.linspace(0, 1, 3))
+    try:
+        assert ex.asynchronous and ex.live
+        assert ex.wait(60)
+        assert plt.get_fignums() == before
+        assert all(not fig.canvas.toolbar_visible for fig in ex.figures.values())
+        assert 'data-state="idle"' in ex.status.value and "PASSED" in ex.badge.value
+        for value in np.linspace(0.1, 0.9, 9):  # faster than the check: only the last counts
+            ex.point_sliders[0].value = float(value)
+        assert ex.wait(60)
+        assert ex.report.analytic[0, 0] == pytest.approx(np.cos(0.9) * 0.9 + np.sin(0.9))
+        assert f'data-generation="{ex.generation}"' in ex.status.value
+        assert 'data-state="idle"' in ex.status.value
+    finally:
+        ex.close()
+
+
+def test_a_newer_change_cancels_the_running_check():
+    from gradexplorer.explorer.worker import Cancelled, cancellable
+
+    current = {"gen": 1}
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        if len(calls) == 3:
+            current["gen"] = 2  # a newer change arrives mid-check
+        return anp.sin(x)
+
+    g = cancellable(f, lambda: current["gen"] == 1)
+    with pytest.raises(Cancelled):
+        gx.check_grads(g, np.ones(3))
+    assert len(calls) == 3  # no evaluation after the change

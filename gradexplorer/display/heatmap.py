@@ -1,7 +1,8 @@
 """One heatmap of a matrix, drawn once and updated in place (matplotlib only).
 
 - signed values: a diverging colormap centred on 0 (RdBu, colour-blind safe);
-- errors: log scale, sequential colormaps (viridis / cividis);
+- errors: log scale, sequential colormaps (viridis / cividis); magnitudes
+  that must show 0 as 0 (a residual): a linear scale from 0, white at 0;
 - NaN / +inf / -inf: drawn grey and named in words (cell text or caption);
 - large matrices: pooled in blocks keeping the entry of largest |value|, so a
   single bad entry is never averaged away; the block size is in the caption.
@@ -27,6 +28,8 @@ __all__ = [
     "pool_max_abs",
     "figure_png",
     "freeze_layout",
+    "mark_selection",
+    "zoom_heatmap",
 ]
 
 
@@ -43,6 +46,15 @@ ERROR_CMAP = "viridis"
 
 
 VIOLATION_CMAP = "cividis"
+
+
+MAGNITUDE_CMAP = "Purples"
+
+
+SELECTION_COLOR = "#ff00ff"  # pure magenta: in none of the colormaps above
+
+
+TICK_FONT = 8  # points: 11 px at 100 dpi, readable when projected
 
 
 BAD_COLOR = "#9e9e9e"
@@ -117,10 +129,11 @@ class Heatmap:
     caption: str = ""
     xlabel: str = ""
     separators: list = field(default_factory=list)
-    kind: str = "signed"  # "signed", "log" or "violation"
+    kind: str = "signed"  # "signed", "log", "violation" or "magnitude"
     block: tuple = (1, 1)
     shape: tuple = (0, 0)
     symlog: bool = False
+    selection: Any = None  # the outline of the selected entry
     rescaled: bool = True  # did the last update change the colour scale or the caption?
 
 
@@ -134,6 +147,9 @@ def _norm(M: onp.ndarray, kind: str, symlog: bool = False, vmax: float | None = 
             lin = float(onp.percentile(nonzero, 10)) if nonzero.size else half * 1e-3
             return colors.SymLogNorm(linthresh=max(lin, half * 1e-12), vmin=-half, vmax=half)
         return colors.CenteredNorm(vcenter=0.0, halfrange=half)
+    if kind == "magnitude":
+        top = float(onp.max(onp.abs(finite), initial=0.0)) if vmax is None else vmax
+        return colors.Normalize(vmin=0.0, vmax=top or 1.0)
     positive = finite[finite > 0]
     lo = float(positive.min()) if positive.size else 1e-16
     hi = float(positive.max()) if positive.size else 1.0
@@ -145,7 +161,12 @@ def _norm(M: onp.ndarray, kind: str, symlog: bool = False, vmax: float | None = 
 
 
 def _cmap(kind: str):
-    name = {"signed": SIGNED_CMAP, "log": ERROR_CMAP, "violation": VIOLATION_CMAP}[kind]
+    name = {
+        "signed": SIGNED_CMAP,
+        "log": ERROR_CMAP,
+        "violation": VIOLATION_CMAP,
+        "magnitude": MAGNITUDE_CMAP,
+    }[kind]
     return matplotlib.colormaps[name].with_extremes(bad=BAD_COLOR)
 
 
@@ -153,7 +174,7 @@ def _display(M: onp.ndarray, kind: str, norm) -> onp.ndarray:
     """Non-finite cells are masked (drawn grey); on log scales exact zeros sit
     at the bottom of the scale, since "no error" is not "no value"."""
     shown = onp.where(onp.isfinite(M), M, onp.nan)
-    if kind != "signed":
+    if kind in ("log", "violation"):
         shown = onp.where(shown > 0, shown, onp.where(onp.isnan(shown), onp.nan, norm.vmin))
     return shown  # NaN cells take the colormap's "bad" colour
 
@@ -193,7 +214,9 @@ def plot_jacobian(
         ``i -> "y[2, 1]"`` for tick labels of small matrices.
     row_blocks, col_blocks : dict of slices, optional
         Separator lines between stacked outputs / concatenated inputs.
-    kind : {"signed", "log", "violation"}
+    kind : {"signed", "log", "violation", "magnitude"}
+        ``"magnitude"``: a linear scale from 0 (white), for residuals whose
+        zero must look like zero.
     symlog : bool
         Symmetric log colour scale for wide dynamic ranges.
 
@@ -241,9 +264,11 @@ def _decorate(h, M, P, row_label, col_label, row_blocks, col_blocks, xlabel, yla
         ax.set_xticks(range(n))
         ax.set_yticks(range(m))
         if col_label:
-            ax.set_xticklabels([col_label(j) for j in range(n)], rotation=90, fontsize=7)
+            ax.set_xticklabels([col_label(j) for j in range(n)], rotation=90, fontsize=TICK_FONT)
         if row_label:
-            ax.set_yticklabels([row_label(i) for i in range(m)], fontsize=7)
+            ax.set_yticklabels([row_label(i) for i in range(m)], fontsize=TICK_FONT)
+    ax.tick_params(labelsize=TICK_FONT)
+    h.colorbar.ax.tick_params(labelsize=TICK_FONT)
     for blocks, line in ((row_blocks, ax.axhline), (col_blocks, ax.axvline)):
         for sl in list((blocks or {}).values())[1:]:
             h.separators.append(line(sl.start - 0.5, color="black", lw=1.2))
@@ -266,7 +291,8 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
     parts = []
     if h.block != (1, 1):
         parts.append(
-            f"{M.shape[0]} x {M.shape[1]} pooled in {h.block[0]}x{h.block[1]} blocks (max |value|)"
+            f"{M.shape[0]} x {M.shape[1]} in {h.block[0]}x{h.block[1]} blocks:\n"
+            "each shows its largest-magnitude entry"
         )
     words = _nonfinite_words(M)
     if words:
@@ -307,6 +333,8 @@ def _scale_fits(old: Any, new: Any) -> bool:
         return new.halfrange <= old.halfrange <= 4 * new.halfrange
     if isinstance(new, colors.LogNorm):
         return old.vmin <= new.vmin and new.vmax <= old.vmax <= 16 * new.vmax
+    if type(new) is colors.Normalize:
+        return new.vmax <= old.vmax <= 4 * new.vmax
     return False
 
 
@@ -316,7 +344,43 @@ def _with_headroom(norm: Any) -> Any:
         return colors.CenteredNorm(vcenter=norm.vcenter, halfrange=1.25 * norm.halfrange)
     if isinstance(norm, colors.LogNorm):
         return colors.LogNorm(vmin=norm.vmin / 2, vmax=norm.vmax * 2)
+    if type(norm) is colors.Normalize:
+        return colors.Normalize(vmin=0.0, vmax=1.25 * norm.vmax)
     return norm
+
+
+def mark_selection(h: Heatmap, row: int, col: int) -> Any:
+    """Outline entry (row, col) in magenta (one artist, moved on later calls).
+
+    >>> h = plot_jacobian(onp.eye(3))
+    >>> mark_selection(h, 2, 1).get_xy()
+    (0.5, 1.5)
+    """
+    from matplotlib.patches import Rectangle
+
+    xy = (col - 0.5, row - 0.5)
+    if h.selection is None or h.selection.axes is None:
+        h.selection = h.ax.add_patch(
+            Rectangle(xy, 1, 1, fill=False, edgecolor=SELECTION_COLOR, lw=2.5, zorder=5)
+        )
+    else:
+        h.selection.set_xy(xy)
+    # a cell of a large map is a pixel or two: keep the outline visible at any size
+    h.selection.set_linewidth(2.5 if max(h.shape) <= 64 else 3.5)
+    return h.selection
+
+
+def zoom_heatmap(h: Heatmap, center: tuple | None, half: int = 8) -> None:
+    """Show a (2 half + 1)-cell window around ``center`` = (row, col), or the whole map."""
+    m, n = h.shape
+    if center is None:
+        h.ax.set_xlim(-0.5, n - 0.5)
+        h.ax.set_ylim(m - 0.5, -0.5)
+        return
+    i, j = center
+    r0, c0 = max(0, min(i - half, m - 2 * half - 1)), max(0, min(j - half, n - 2 * half - 1))
+    h.ax.set_xlim(c0 - 0.5, min(n, c0 + 2 * half + 1) - 0.5)
+    h.ax.set_ylim(min(m, r0 + 2 * half + 1) - 0.5, r0 - 0.5)
 
 
 def blit_heatmap(h: Heatmap) -> None:
@@ -324,6 +388,8 @@ def blit_heatmap(h: Heatmap) -> None:
     h.ax.draw_artist(h.image)
     for t in h.texts:
         h.ax.draw_artist(t)
+    if h.selection is not None:
+        h.ax.draw_artist(h.selection)
     h.ax.figure.canvas.blit(h.ax.bbox)
 
 
@@ -340,7 +406,7 @@ def freeze_layout(fig: Figure) -> None:
     fig.set_layout_engine("none")
 
 
-def figure_png(fig: Figure, dpi: int = 80) -> bytes:
+def figure_png(fig: Figure, dpi: int = 100) -> bytes:
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
     buf = io.BytesIO()

@@ -12,15 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as onp
+from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from .heatmap import (  # noqa: F401 - re-exported: plot is the display API
+    TICK_FONT,
     Heatmap,
     _new_axes,
     blit_heatmap,
     figure_png,
     freeze_layout,
+    mark_selection,
     plot_jacobian,
     pool_max_abs,
     update_heatmap,
@@ -32,6 +36,9 @@ __all__ = [
     "plot_hessian",
     "plot_complex_blocks",
     "plot_step_sweep",
+    "draw_step_sweep",
+    "update_step_sweep",
+    "mark_selection",
     "pool_max_abs",
     "update_heatmap",
     "Heatmap",
@@ -69,8 +76,13 @@ def plot_check(report: Any, fig: Any = None) -> Figure:
     return draw_check(report, fig).fig
 
 
+def wrong_entries(count: int) -> str:
+    """ "1 wrong entry", "12 wrong entries"."""
+    return f"{count} wrong entr{'y' if count == 1 else 'ies'}"
+
+
 def _check_title(report) -> tuple[str, str]:
-    verdict = "PASSED" if report.passed else f"FAILED: {len(report.mismatches)} wrong entries"
+    verdict = "PASSED" if report.passed else f"FAILED: {wrong_entries(len(report.mismatches))}"
     title = (
         f"{report.checker}({report.function}) {verdict}  [{report.mode} mode, "
         f"{report.method}, {report.dtype}]"
@@ -79,7 +91,7 @@ def _check_title(report) -> tuple[str, str]:
 
 
 def draw_check(report: Any, fig: Any = None) -> CheckArtists:
-    fig = fig or Figure(figsize=(15, 3.8), layout="constrained")
+    fig = fig or Figure(figsize=(8.6, 7.2), layout="constrained")
     fig.clear()
     title, color = _check_title(report)
     fig.suptitle(title, color=color, fontweight="bold")
@@ -100,13 +112,15 @@ def draw_check(report: Any, fig: Any = None) -> CheckArtists:
                     e.label, (e.col, e.row), textcoords="offset points", xytext=(6, 6), fontsize=8
                 )
         return CheckArtists(fig, [], [], report.shape, "fast")
-    axes = fig.subplots(1, 4)
+    # a 2 x 2 grid fits a notebook's output width; four panels in a row do not
+    axes = fig.subplots(2, 2).ravel()
     labels = dict(
         row_label=report.row_label,
         col_label=report.col_label,
         row_blocks=report.row_blocks,
         col_blocks=report.column_blocks,
     )
+    labels.update(axis_labels(report))
     vmax = _shared_vmax(report)
     heatmaps = [
         plot_jacobian(report.analytic, axes[0], title="analytic (AD)", vmax=vmax, **labels),
@@ -123,6 +137,19 @@ def draw_check(report: Any, fig: Any = None) -> CheckArtists:
     art = CheckArtists(fig, heatmaps, [], report.shape, "full")
     _mark_failures(art, report)
     return art
+
+
+def axis_labels(report: Any) -> dict:
+    """Axis labels naming f's inputs and outputs, as the report's blocks do.
+
+    >>> import gradexplorer as gx, numpy as np
+    >>> axis_labels(gx.check_grads(lambda x, w: x * w, np.ones(2), np.ones(2), wrt=(0, 1)))
+    {'xlabel': 'inputs x, w (flattened)', 'ylabel': 'output y (flattened)'}
+    """
+    ins, outs = list(report.column_blocks), list(report.row_blocks)
+    xlabel = f"input {ins[0]}" if len(ins) == 1 else "inputs " + ", ".join(ins)
+    ylabel = f"output {outs[0]}" if len(outs) == 1 else "outputs " + ", ".join(outs)
+    return {"xlabel": xlabel + " (flattened)", "ylabel": ylabel + " (flattened)"}
 
 
 def _shared_vmax(report) -> float | None:
@@ -150,6 +177,9 @@ def _mark_failures(art: CheckArtists, report) -> None:
         mark.remove()
     art.marks.clear()
     br, bc = art.heatmaps[0].block
+    # orange on a dark rim: visible on every colour of the four scales, and apart
+    # from the grid's block separators (black, thin)
+    rim = [patheffects.withStroke(linewidth=3.5, foreground="black")]
     for e in report.mismatches[:400]:
         for h in art.heatmaps:
             art.marks.append(
@@ -159,8 +189,10 @@ def _mark_failures(art: CheckArtists, report) -> None:
                         bc,
                         br,
                         fill=False,
-                        edgecolor="#ff7f00",
-                        lw=1.5,
+                        edgecolor="#ff9900",
+                        lw=2.0,
+                        path_effects=rim,
+                        zorder=4,
                     )
                 )
             )
@@ -229,16 +261,17 @@ def _eigen(H: onp.ndarray) -> tuple[onp.ndarray, str]:
     return ev, kind
 
 
-def draw_hessian(H: Any, fig: Any = None) -> PanelArtists:
+def draw_hessian(H: Any, fig: Any = None, name: str = "x") -> PanelArtists:
     H = _square(H)
     n = H.shape[0]
-    fig = fig or Figure(figsize=(13, 3.8), layout="constrained")
+    fig = fig or Figure(figsize=(8.6, 6.8), layout="constrained")
     fig.clear()
-    a0, a1, a2 = fig.subplots(1, 3)
+    panels = fig.subplot_mosaic([["H", "A"], ["E", "E"]], height_ratios=[3, 2])
+    a0, a1, a2 = panels["H"], panels["A"], panels["E"]
     hm = [
-        plot_jacobian(H, a0, title="Hessian", xlabel="input x[j]", ylabel="input x[i]"),
+        plot_jacobian(H, a0, title="Hessian", xlabel=f"{name}[j]", ylabel=f"{name}[i]"),
         plot_jacobian(
-            H - H.T, a1, title="asymmetry H - Hᵀ", xlabel="input x[j]", ylabel="input x[i]"
+            H - H.T, a1, title="asymmetry H - Hᵀ", xlabel=f"{name}[j]", ylabel=f"{name}[i]"
         ),
     ]
     ev, kind = _eigen(H)
@@ -246,8 +279,9 @@ def draw_hessian(H: Any, fig: Any = None) -> PanelArtists:
     (line,) = a2.plot(range(n), ev, "o", color="#2166ac")
     a2.set_title("eigenvalues of (H + Hᵀ)/2")
     a2.set_xlabel("index (ascending)")
+    a2.xaxis.set_major_locator(MaxNLocator(integer=True))
     a2.set_ylabel("eigenvalue")
-    text = a2.text(0.02, 0.98, kind, transform=a2.transAxes, va="top", fontsize=9)
+    text = a2.text(0.02, 0.95, kind, transform=a2.transAxes, va="top", fontsize=10)
     return PanelArtists(fig, hm, [line], H.shape, [text])
 
 
@@ -296,22 +330,24 @@ def _complex_title(b) -> str:
 
 def draw_complex(b: Any, fig: Any = None) -> PanelArtists:
     """Draw a :class:`~gradexplorer.ComplexBlocks`."""
-    fig = fig or Figure(figsize=(16, 3.6), layout="constrained")
+    fig = fig or Figure(figsize=(8.6, 6.4), layout="constrained")
     fig.clear()
-    axes = fig.subplots(1, 5)
+    # the four blocks as the 2 x 2 real Jacobian they are; the residual beside them
+    mosaic = fig.subplot_mosaic([["rr", "ri", "cr"], ["ir", "ii", "cr"]])
+    axes = [mosaic[k] for k in ("rr", "ri", "ir", "ii", "cr")]
     vmax = max(float(onp.nanmax(onp.abs(blk), initial=0.0)) for blk in _blocks_of(b)) or 1.0
     x, y = b.in_name, b.out_name
     titles = (f"dRe {y}/dRe {x}", f"dRe {y}/dIm {x}", f"dIm {y}/dRe {x}", f"dIm {y}/dIm {x}")
     hm = [
-        plot_jacobian(blk, ax, title=t, vmax=vmax, xlabel=f"input {x}[j]", ylabel=f"output {y}[i]")
+        plot_jacobian(blk, ax, title=t, vmax=vmax, xlabel=f"{x}[j]", ylabel=f"{y}[i]")
         for ax, blk, t in zip(axes, _blocks_of(b), titles)
     ]
     hm.append(
         plot_jacobian(
             b.cr_residual,
             axes[4],
-            kind="log",
-            title="Cauchy–Riemann residual",
+            kind="magnitude",
+            title="Cauchy–Riemann residual\n(0 where holomorphic)",
             xlabel=f"input {x}[j]",
             ylabel=f"output {y}[i]",
         )
@@ -347,38 +383,84 @@ def plot_step_sweep(
 
     Forward, central and Richardson differences (and the complex step when f
     takes complex input safely) across steps 1e-16..1e-1 show the truncation
-    / round-off "V"; the default step of each method is marked. ``entry`` is
-    ``(row, col)`` of the 2-D (real) Jacobian; ``options`` (``backend``,
-    ``precision``) go to :func:`gradexplorer.check.sweep.step_sweep`.
+    / round-off "V"; the default step of each method is marked (dotted). An
+    error of exactly 0 (the complex step often has none) is drawn on a line
+    marked "exact". ``entry`` is ``(row, col)`` of the 2-D (real) Jacobian;
+    ``options`` (``backend``, ``precision``) go to
+    :func:`gradexplorer.check.sweep.step_sweep`.
 
     >>> import autograd.numpy as anp
     >>> lines = plot_step_sweep(anp.sin, anp.array([0.5, 1.0]), entry=(1, 1))
     >>> sorted(lines)
-    ['central', 'complex_step', 'forward', 'richardson']
+    ['central', 'complex_step', 'exact', 'forward', 'richardson']
     """
     from ..check.sweep import step_sweep
 
     sweep = step_sweep(f, *args, entry=entry, wrt=wrt, steps=steps, **options)
-    ax = _new_axes(ax, None, (5.5, 4))
-    styles = {
-        "forward": ("#1b9e77", "o"),
-        "central": ("#d95f02", "s"),
-        "richardson": ("#7570b3", "^"),
-        "complex_step": ("#e7298a", "d"),
-    }
+    return draw_step_sweep(sweep, _new_axes(ax, None, (6.5, 4.6)))
+
+
+SWEEP_STYLES = {
+    "forward": ("#1b9e77", "o"),
+    "central": ("#d95f02", "s"),
+    "richardson": ("#7570b3", "^"),
+    "complex_step": ("#e7298a", "d"),
+}
+
+
+def _exact_floor(errors: dict) -> float:
+    """Where an error of exactly 0 is drawn: a decade below the smallest nonzero one."""
+    positive = [e[e > 0] for e in errors.values()]
+    smallest = min((float(p.min()) for p in positive if p.size), default=1e-16)
+    return 10.0 ** (onp.floor(onp.log10(smallest)) - 1)
+
+
+def _sweep_title(sweep) -> str:
+    return f"entry {sweep.label}: FD error against the step\n(AD value {sweep.analytic:.6g})"
+
+
+def draw_step_sweep(sweep: Any, ax: Any) -> dict:
+    """Draw a :class:`~gradexplorer.check.sweep.StepSweep` on ``ax``; the lines by method
+    (the "exact" floor line under the key ``"exact"`` when any error is 0)."""
+    floor = _exact_floor(sweep.errors)
     lines = {}
     for method, errs in sweep.errors.items():
-        color, marker = styles[method]
-        shown = onp.where(errs > 0, errs, onp.nan)
+        color, marker = SWEEP_STYLES[method]
         (lines[method],) = ax.loglog(
-            sweep.steps, shown, marker=marker, ms=3, color=color, label=method
-        )
+            sweep.steps, onp.where(errs > 0, errs, floor), marker=marker, ms=3, color=color,
+            label=method.replace("_", " "),
+        )  # fmt: skip
         chosen = sweep.chosen.get(method)
         if chosen is not None:
-            ax.axvline(chosen, color=color, ls=":", lw=1)
+            ax.axvline(chosen, color=color, ls=":", lw=1.2)
+    lines["exact"] = ax.axhline(floor, color="#777777", ls="--", lw=0.8, label="error exactly 0")
+    ax.plot([], [], color="black", ls=":", lw=1.2, label="default step (dotted)")
     ax.set_xlabel("step h")
-    ax.set_ylabel("|FD estimate - analytic|")
-    ax.set_title(f"step sweep of {sweep.label} (analytic {sweep.analytic:.6g})")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("|FD estimate − AD value|")
     ax.grid(True, which="major", alpha=0.3)
+    ax.tick_params(labelsize=TICK_FONT)
+    _sweep_decorations(lines, sweep, ax)
     return lines
+
+
+def _sweep_decorations(lines: dict, sweep: Any, ax: Any) -> None:
+    """Title, the "exact" line only when an error is exactly 0, scale and legend."""
+    exact = any(bool(onp.any(e == 0)) for e in sweep.errors.values())
+    lines["exact"].set_visible(exact)
+    ax.set_title(_sweep_title(sweep), fontsize=10)
+    ax.relim(visible_only=True)
+    ax.autoscale_view()
+    shown = [h for h in ax.get_lines() if h.get_visible() and not h.get_label().startswith("_")]
+    ax.legend(handles=shown, fontsize=8, loc="best")
+
+
+def update_step_sweep(lines: dict, sweep: Any) -> bool:
+    """Move the lines of :func:`draw_step_sweep` to a new sweep (same methods)."""
+    if set(lines) - {"exact"} != set(sweep.errors):
+        return False
+    floor = _exact_floor(sweep.errors)
+    for method, errs in sweep.errors.items():
+        lines[method].set_ydata(onp.where(errs > 0, errs, floor))
+    lines["exact"].set_ydata([floor, floor])
+    _sweep_decorations(lines, sweep, lines["exact"].axes)
+    return True

@@ -8,6 +8,7 @@ it each view is an ``Image`` widget holding a PNG of the same figure.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,15 +18,36 @@ from matplotlib.figure import Figure
 
 from .. import gallery
 from ..backends import get_backend
+from ..check.analytic import analytic_matrix
 from ..check.api import check_grads
 from ..core.calls import bind_call
 from ..core.outputs import output_layout
 from ..display import plots as P
-from ..fd.steps import METHODS
+from ..display.heatmap import zoom_heatmap
+from ..fd.steps import METHODS, default_step
 from .controls import close_tree, log_slider
 from .figures import close_figure, ipympl_active, new_figure
-from .html import badge_html, entry_html, error_html, worst_html
-from .views import AUTOGRAD_ONLY, FIGSIZE, draw_view, point_from, point_sliders
+from .html import (
+    STYLE,
+    badge_html,
+    entry_html,
+    error_html,
+    point_text,
+    stale_badge_html,
+    status_html,
+    worst_html,
+)
+from .views import (
+    FIGSIZE,
+    VIEWS,
+    draw_note,
+    draw_view,
+    not_applicable,
+    point_from,
+    point_sliders,
+    shape_of,
+)
+from .worker import Cancelled, Worker, cancellable
 
 __all__ = ["explore", "Explorer"]
 
@@ -56,23 +78,26 @@ def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any)
     --------
     >>> import autograd.numpy as anp
     >>> ex = explore(lambda x: anp.sin(x) * x, anp.linspace(0, 1, 3))
-    >>> ex.badge.value.count("PASSED")
-    1
+    >>> ex.badge.value.count("PASSED"), ex.tabs.titles[:3]
+    (1, ('Jacobian', 'Check', 'Complex'))
     >>> ex.close()
     """
     return Explorer(f, *args, wrt=wrt, **options)
 
 
 class Explorer(W.VBox):
-    """Jacobian / check / complex / Hessian / step-sweep views with live controls.
+    """Jacobian / Check / Complex / Hessian / Step sweep / Where views with live controls.
 
-    The "Where" view traces f and names the first operation whose own
-    derivative is wrong (:func:`gradexplorer.locate`).
+    The tabs are always the same six; a view that does not apply to f says why. With
+    ipympl active, a change computes in a background thread: the Jacobian is shown
+    first, the check follows, and a newer change cancels a computation still running
+    (``wait()`` blocks until it is drawn). After an error the last good pictures stay,
+    dimmed and marked stale, until a point that works comes back.
 
     Public widgets (drive them from Python in tests): ``point_sliders``,
     ``scale``, ``seed``, ``resample``, ``method``, ``auto_step``, ``step``,
-    ``rtol``, ``dtype``, ``block``, ``row``, ``col``, ``tabs``, ``badge``,
-    ``worst``, ``entry_info``, ``error``, ``gallery_menu``.
+    ``rtol``, ``dtype``, ``block``, ``row``, ``col``, ``zoom``, ``tabs``, ``badge``,
+    ``status``, ``worst``, ``entry_info``, ``error``, ``gallery_menu``.
     """
 
     def __init__(
@@ -83,73 +108,107 @@ class Explorer(W.VBox):
         method: str = "richardson",
         rtol: float | None = None,
         step: float | None = None,
+        asynchronous: bool | None = None,
     ):
         super().__init__(layout=W.Layout(width="100%"))
+        self.add_class("gx-explorer")
         self.live = ipympl_active()
+        self.asynchronous = self.live if asynchronous is None else asynchronous
+        self._lock = threading.RLock()
         self.figures: dict[str, Figure] = {}
         self.artists: dict[str, Any] = {}
         self.report = None
+        self.generation = 0
+        self.stale = False
         self._dirty: set[str] = set()
         self._closed = False
         self._loading = False
-        self.views: list[str] = []
-        self._view_widgets: dict[str, W.Widget] = {}
+        self.views: list[str] = list(VIEWS)
+        self._notes: dict[str, str | None] = {}
         self.error = W.HTML("")
+        self.error.add_class("gx-error")
         self.badge = W.HTML("")
+        self.badge.add_class("gx-badge")
+        self.status = W.HTML(status_html("busy", 0))
+        self.status.add_class("gx-status")
         self.worst = W.HTML("")
         self.entry_info = W.HTML("")
+        wide = {"description_width": "initial"}
         self.gallery_menu = W.Dropdown(
             options=gallery.names(),
             description="example",
             layout=W.Layout(display="none" if f else "flex"),
         )
         self.method = W.Dropdown(options=list(METHODS), value=method, description="FD method")
-        self.auto_step = W.Checkbox(value=step is None, description="auto step")
+        self.auto_step = W.Checkbox(
+            value=step is None,
+            description="auto step",
+            tooltip="a step per coordinate, scaled to its magnitude (recommended)",
+            style=wide,
+        )
         self.step = log_slider("step", step or 1e-5, -12, -1, disabled=step is None)
+        self.step_note = W.HTML("")
         self.rtol = log_slider("rtol", rtol or float(onp.sqrt(onp.finfo(float).eps)), -12, -1)
-        self.dtype = W.ToggleButtons(options=["float64", "float32"], description="dtype")
+        self.rtol.tooltip = "relative tolerance added to each entry's FD error"
+        self.dtype = W.ToggleButtons(
+            options=["float64", "float32"],
+            description="precision",
+            tooltips=["check in float64", "evaluate f and its derivative in float32"],
+            style={"description_width": "initial", "button_width": "80px"},
+        )
         self.block = W.Dropdown(description="input")
         self.scale = log_slider("scale", 1.0, -8, 8)
-        self.seed = W.IntText(value=0, description="seed")
-        self.resample = W.Button(description="re-sample")
+        self.scale.tooltip = "multiplies the point: explore tiny or huge inputs"
+        self.seed = W.IntText(
+            value=0,
+            description="seed",
+            tooltip="0: the starting point (times scale); another seed: a random normal point",
+            layout=W.Layout(width="160px"),
+        )
+        self.resample = W.Button(
+            description="re-sample", tooltip="draw a new random point (the next seed)"
+        )
         self.row = W.BoundedIntText(value=0, min=0, max=0, description="row")
         self.col = W.BoundedIntText(value=0, min=0, max=0, description="col")
+        self.zoom = W.Checkbox(
+            value=False,
+            description="zoom to entry",
+            tooltip="show the 17 x 17 cells around the selected entry",
+            style=wide,
+        )
         self.point_box = W.VBox()
         self.point_sliders: list[W.FloatSlider] = []
         self.tabs = W.Tab()
-        for control in (
-            self.method,
-            self.step,
-            self.rtol,
-            self.block,
-            self.scale,
-            self.seed,
-        ):
+        for control in (self.method, self.step, self.rtol, self.block, self.scale, self.seed):
             control.observe(self._on_change, "value")
         self.auto_step.observe(self._on_auto_step, "value")
         self.dtype.observe(self._on_dtype, "value")
         self.resample.on_click(self._on_resample)
         self.row.observe(self._on_entry, "value")
         self.col.observe(self._on_entry, "value")
+        self.zoom.observe(self._on_entry, "value")
         self.tabs.observe(self._on_tab, "selected_index")
         self.gallery_menu.observe(self._on_gallery, "value")
+        self._install_views()
         controls = W.VBox(
             [
                 self.gallery_menu,
                 self.point_box,
                 W.HBox([self.method, self.dtype]),
-                W.HBox([self.auto_step, self.step, self.rtol]),
-                W.HBox([self.block, self.row, self.col]),
+                W.HBox([self.auto_step, self.step, self.step_note, self.rtol]),
+                W.HBox([self.block, self.row, self.col, self.zoom]),
             ]
         )
         self.children = [
+            W.HTML(STYLE),
             controls,
             self.error,
-            W.HBox([self.badge]),
+            W.HBox([self.badge, self.status]),
             self.tabs,
             self.entry_info,
             self.worst,
         ]
+        self._worker = Worker(self._compute) if self.asynchronous else None
         if f is None:
             self._load_example(self.gallery_menu.value)
         else:
@@ -162,16 +221,18 @@ class Explorer(W.VBox):
         self.load(ex.f, *ex.args(), wrt=ex.wrt)
 
     def load(self, f: Callable, *args: Any, wrt: Any = 0) -> None:
-        """Explore another function (figures are reused, not recreated)."""
+        """Explore another function (the figures and tabs are kept)."""
         self.f, self.base_args, self.wrt = f, tuple(args), wrt
         self._loading = True  # controls change during set-up: refresh once, at the end
         try:
             self._setup(f, args, wrt)
         except Exception as exc:
-            self._show_error(exc, "while setting up")
+            self._fail(exc, "while setting up")
             return
         finally:
             self._loading = False
+        self.report = None
+        self.artists = {}
         self.refresh()
 
     def _setup(self, f, args, wrt):
@@ -179,10 +240,12 @@ class Explorer(W.VBox):
         call = bind_call(f, args, {}, wrt, constants_ok=True, kind_of=self.system.float_kind)
         self.call = call
         self.argnums = tuple(sel.slot for sel in call.selected)
-        names = [sel.name for sel in call.selected]
+        self.input_names = [sel.name for sel in call.selected]
+        names = self.input_names
         with self.hold_trait_notifications():
             self.block.options = (["all inputs"] + names) if len(names) > 1 else names
             self.block.value = self.block.options[0]
+            self.row.value = self.col.value = 0
         self.point_sliders = []
         if sum(s.real_size for s in call.specs) <= MAX_SLIDERS:
             self.point_sliders = point_sliders(call)
@@ -191,42 +254,32 @@ class Explorer(W.VBox):
             self.point_box.children = self.point_sliders
         else:
             self.point_box.children = [W.HBox([self.scale, self.seed, self.resample])]
-        layout = output_layout(f(*args))
-        any_complex = any(s.complex for s in layout.leaves + call.specs)
-        one_array = len(call.specs) == 1 and call.selected[0].tree.is_leaf
-        scalar = layout.tree.is_leaf and layout.leaves[0].shape == () and not any_complex
-        views = ["Jacobian", "Check"]
-        if any_complex and one_array and layout.tree.is_leaf:
-            views.append("Complex blocks")
-        if scalar and one_array:
-            views.append("Hessian")
-        views += ["Step sweep", "Where"]
-        if self.system.name != "autograd":
-            views = [v for v in views if v not in AUTOGRAD_ONLY]
-        self._install_views(views)
+        self.shape = shape_of(self.system.name, call, output_layout(f(*args)))
+        self._notes = {name: not_applicable(name, self.shape) for name in VIEWS}
+        self._label_methods(call)
 
-    def _install_views(self, views: list[str]) -> None:
-        old = set(self.figures)
-        for name in old - set(views):
-            self._close_figure(name)
+    def _label_methods(self, call) -> None:
+        """Say in the FD menu, before it is chosen, why the complex step cannot apply."""
+        reason = _complex_step_reason(self.f, self.base_args, self.argnums)
+        options = [
+            (f"complex_step (n/a: {reason})" if m == "complex_step" and reason else m, m)
+            for m in METHODS
+        ]
+        value = self.method.value
+        self.method.options = options
+        self.method.value = "richardson" if value == "complex_step" and reason else value
+
+    def _install_views(self) -> None:
         children = []
-        for name in views:
-            if name not in self.figures:
-                self.figures[name] = self._new_figure(name)
-            fig = self.figures[name]
+        for name in VIEWS:
+            fig = self.figures[name] = new_figure(FIGSIZE[name], self.live, self._lock)
             children.append(fig.canvas if self.live else W.Image(format="png"))
             if self.live:
                 fig.canvas.mpl_connect("button_press_event", self._on_click)
-        self.views = views
-        self.artists = {}
-        self._view_widgets = dict(zip(views, children))
+        self._view_widgets = dict(zip(VIEWS, children))
         self.tabs.children = children
-        for k, name in enumerate(views):
-            self.tabs.set_title(k, name)
+        self.tabs.titles = VIEWS
         self.tabs.selected_index = 0
-
-    def _new_figure(self, name: str) -> Figure:
-        return new_figure(FIGSIZE[name], self.live)
 
     # ------------------------------------------------------------ state
 
@@ -247,6 +300,9 @@ class Explorer(W.VBox):
             return self.argnums if len(self.argnums) > 1 else self.argnums[0]
         names = list(self.block.options)[1:]
         return self.argnums[names.index(self.block.value)]
+
+    def _is_current(self, generation: int) -> bool:
+        return generation == self.generation and not self._closed
 
     # ------------------------------------------------------------ events
 
@@ -270,12 +326,15 @@ class Explorer(W.VBox):
         self.seed.value = self.seed.value + 1  # observed: refreshes
 
     def _on_entry(self, change=None) -> None:
-        self._show_entry()
-        self._dirty.add("Step sweep")
-        self._redraw_visible()
+        with self._lock:
+            self._show_entry()
+            self._dirty.add("Step sweep")
+            self._mark_selection()
+            self._redraw_visible(selection_moved=True)
 
     def _on_tab(self, change=None) -> None:
-        self._redraw_visible()
+        with self._lock:
+            self._redraw_visible()
 
     def _on_gallery(self, change) -> None:
         self._load_example(change["new"])
@@ -289,49 +348,161 @@ class Explorer(W.VBox):
             with self.hold_trait_notifications():
                 self.row.value, self.col.value = row, col
 
-    # ------------------------------------------------------------ compute and draw
+    # ------------------------------------------------------------ compute
 
     def refresh(self) -> None:
-        """Recompute the check at the controls' state and redraw the visible view."""
+        """Recompute at the controls' state and redraw the visible view (in the
+        background when live: the newest change wins, older ones are cancelled)."""
         if self._closed or self._loading:
             return
+        self.generation += 1
+        generation = self.generation
+        self.status.value = status_html("busy", generation)
         try:
-            args = self.current_args()
-            self.report = check_grads(
-                self.f,
+            request = (generation, self.current_args(), self._settings())
+        except Exception as exc:
+            self._fail(exc, "while reading the controls")
+            return
+        if self._worker is not None:
+            self._worker.submit(request)
+        else:
+            try:
+                self._compute(request)
+            except Cancelled:
+                pass
+
+    def wait(self, timeout: float | None = 60) -> bool:
+        """Block until the newest change is computed and drawn (False on timeout)."""
+        return True if self._worker is None else self._worker.wait(timeout)
+
+    def _settings(self) -> dict:
+        return dict(
+            wrt=self._selected_wrt(),
+            method=self.method.value,
+            rtol=self.rtol.value,
+            step=None if self.auto_step.value else self.step.value,
+        )
+
+    def _compute(self, request) -> None:
+        generation, args, settings = request
+        f = cancellable(self.f, lambda: self._is_current(generation))
+        try:
+            if self._jacobian_first():
+                A = analytic_matrix(f, *args, wrt=settings["wrt"], precision="native")
+                with self._lock:
+                    if self._is_current(generation):
+                        self._show_jacobian(A)
+            report = check_grads(
+                f,
                 *args,
-                wrt=self._selected_wrt(),
                 mode="full",
                 precision="native",  # the dtype control chose the precision
-                method=self.method.value,
-                rtol=self.rtol.value,
-                step=None if self.auto_step.value else self.step.value,
+                **settings,
             )
-            self.args = args
-        except Exception as exc:
-            self._show_error(exc)
+        except Cancelled:
             return
+        except Exception as exc:
+            with self._lock:
+                if self._is_current(generation):
+                    self._fail(exc, "", args)
+                    self.status.value = status_html("idle", generation)
+            return
+        with self._lock:
+            if not self._is_current(generation):
+                return
+            self._publish(report, args)
+            self.status.value = status_html("idle", generation)
+
+    def _jacobian_first(self) -> bool:
+        """Worth drawing the AD Jacobian before the check: live, on the Jacobian tab,
+        with a heatmap that only needs new values."""
+        art = self.artists.get("Jacobian")
+        return (
+            self._worker is not None
+            and self._visible() == "Jacobian"
+            and isinstance(art, P.Heatmap)
+            and not self.stale
+        )
+
+    def _show_jacobian(self, A) -> None:
+        art = self.artists["Jacobian"]
+        if P.update_heatmap(art, A):
+            self._push("Jacobian", art, fresh=False)
+
+    def _publish(self, report, args) -> None:
+        self.report, self.args = report, args
         self.error.value = ""
-        m, n = self.report.shape
-        self.row.max, self.col.max = max(m - 1, 0), max(n - 1, 0)
-        self._update_text()
-        self._dirty = set(self.views)
+        self._set_stale(False)
+        m, n = report.shape
+        with self.hold_trait_notifications():
+            self.row.max, self.col.max = max(m - 1, 0), max(n - 1, 0)
+        self._select_worst()
+        self._show_step()
+        self.badge.value = badge_html(report)
+        self.worst.value = worst_html(report)
+        self._show_entry()
+        self._dirty = set(VIEWS)
         self._redraw_visible()
 
-    def _redraw_visible(self) -> None:
-        if self.report is None or self.tabs.selected_index is None:
+    def _select_worst(self) -> None:
+        """A failing check selects its worst entry, unless a wrong one is selected."""
+        r = self.report
+        if not r.mismatches:
             return
-        name = self.views[self.tabs.selected_index]
+        wrong = {(e.row, e.col) for e in r.mismatches}
+        if (self.row.value, self.col.value) not in wrong:
+            worst = r.mismatches[0]
+            with self.hold_trait_notifications():
+                self.row.value, self.col.value = worst.row, worst.col
+
+    def _show_step(self) -> None:
+        if not self.auto_step.value:
+            self.step_note.value = ""
+            return
+        x = onp.concatenate([onp.ravel(onp.asarray(a, dtype=complex).real) for a in self._leaves()])
+        h = float(onp.median(default_step(x, self.method.value))) if x.size else 0.0
+        self.step_note.value = (
+            f'<span style="color:#555" title="median of the per-coordinate steps">'
+            f"auto: h ≈ {h:.2g}</span>"
+        )
+
+    def _leaves(self) -> list:
+        leaves = []
+        for slot in self.argnums:
+            a = self.args[slot] if slot < len(self.args) else None
+            try:
+                leaves.append(onp.asarray(self.system.to_numpy(a)))
+            except Exception:
+                continue
+        return leaves
+
+    # ------------------------------------------------------------ draw
+
+    def _visible(self) -> str | None:
+        k = self.tabs.selected_index
+        return None if k is None else VIEWS[k]
+
+    def _redraw_visible(self, selection_moved: bool = False) -> None:
+        name = self._visible()
+        if self.report is None or name is None:
+            return
         if name not in self._dirty:
+            if selection_moved and name in ("Jacobian", "Check"):
+                self._push(name, self.artists.get(name), fresh=False)
             return
         try:
             fresh = self._draw(name)
+        except Cancelled:
+            return
         except Exception as exc:
             self._show_error(exc, f"while drawing the {name} view")
             return
         self._dirty.discard(name)
+        self._push(name, self.artists.get(name), fresh)
+
+    def _push(self, name: str, art, fresh: bool) -> None:
+        """Send a view's new picture to the page."""
         fig = self.figures[name]
-        art = self.artists.get(name)
         if self.live and isinstance(art, P.Heatmap) and not art.rescaled and not fresh:
             P.blit_heatmap(art)  # only the image changed: send it, not a redrawn figure
         elif self.live:
@@ -341,10 +512,17 @@ class Explorer(W.VBox):
 
     def _draw(self, name: str) -> bool:
         before = self.artists.get(name)
+        note = self._notes.get(name)
+        if note is not None:
+            if before != ("note", note):
+                self.artists[name] = draw_note(self.figures[name], note)
+                return True
+            return False
         self._draw_view(name)
         fresh = self.artists[name] is not before
         if fresh:  # drawn afresh: lay out once, then keep it
             P.freeze_layout(self.figures[name])
+        self._mark_selection(name)
         return fresh
 
     def _draw_view(self, name: str) -> None:
@@ -362,14 +540,29 @@ class Explorer(W.VBox):
             self.argnums,
             entry,
             wrt,
+            input_name=self.input_names[0],
         )
 
-    # ------------------------------------------------------------ text
+    def _heatmaps(self, name: str) -> list:
+        art = self.artists.get(name)
+        if isinstance(art, P.Heatmap):
+            return [art]
+        return list(getattr(art, "heatmaps", []))
 
-    def _update_text(self) -> None:
-        self.badge.value = badge_html(self.report)
-        self.worst.value = worst_html(self.report)
-        self._show_entry()
+    def _mark_selection(self, name: str | None = None) -> None:
+        """Outline the selected entry (and zoom to it) on the Jacobian and Check maps."""
+        if self.report is None:
+            return
+        i, j = self.row.value, self.col.value
+        for view in [name] if name else ["Jacobian", "Check"]:
+            if view not in ("Jacobian", "Check"):
+                continue
+            for h in self._heatmaps(view):
+                P.mark_selection(h, i, j)
+                zoom_heatmap(h, (i, j) if self.zoom.value else None)
+                h.rescaled = True  # limits and outline moved: send the whole figure
+
+    # ------------------------------------------------------------ text
 
     def _show_entry(self) -> None:
         r = self.report
@@ -380,20 +573,51 @@ class Explorer(W.VBox):
     def _show_error(self, exc: BaseException, where: str = "") -> None:
         self.error.value = error_html(exc, where)
 
+    def _fail(self, exc: BaseException, where: str, args: tuple | None = None) -> None:
+        """Show the error, naming the point; keep the last pictures, dimmed and marked."""
+        point = point_text(self.input_names, [args[s] for s in self.argnums]) if args else ""
+        self.error.value = error_html(exc, where or (f"at {point}" if point else ""))
+        if self.report is not None:
+            self._set_stale(True)
+            self.badge.value = stale_badge_html(point_text(self.input_names, self._last_point()))
+        else:
+            self.badge.value = stale_badge_html("")
+
+    def _last_point(self) -> list:
+        return [self.args[s] for s in self.argnums] if getattr(self, "args", None) else []
+
+    def _set_stale(self, stale: bool) -> None:
+        self.stale = stale
+        if stale:
+            self.tabs.add_class("gx-stale")
+        else:
+            self.tabs.remove_class("gx-stale")
+
     # ------------------------------------------------------------ lifetime
 
-    def _close_figure(self, name: str) -> None:
-        close_figure(self.figures.pop(name, None), self.live)
-
     def close(self) -> None:
-        """Release the figures and the widgets."""
+        """Release the figures, the widgets and the background thread."""
         if getattr(self, "_closed", True):
             return
         self._closed = True
+        if getattr(self, "_worker", None) is not None:
+            self._worker.stop()
         for name in list(self.figures):
-            self._close_figure(name)
+            close_figure(self.figures.pop(name), self.live)
         self.artists.clear()
         owned = [v for v in vars(self).values() if isinstance(v, W.Widget)]
         for w in owned + self.point_sliders + list(self._view_widgets.values()):
             close_tree(w)
         super().close()
+
+
+def _complex_step_reason(f: Callable, args: tuple, argnums: tuple) -> str | None:
+    """Why the complex step cannot check f here (None: it can)."""
+    try:
+        from ..fd import complex_step_applicability
+    except ImportError:  # not available: let the check itself say
+        return None
+    try:
+        return complex_step_applicability(f, *args, wrt=argnums if len(argnums) > 1 else argnums[0])
+    except Exception as exc:  # the check will report it properly
+        return f"{type(exc).__name__}"

@@ -1,13 +1,22 @@
-"""The explorer's figures: live ipympl canvases, or plain Figures shown as PNG."""
+"""The explorer's figures: live ipympl canvases, or plain Figures shown as PNG.
+
+Live figures are made without pyplot (an ipympl ``Canvas`` on a plain
+``Figure``): pyplot would keep every explorer's figures alive, warn after 20
+of them, and show them a second time at the end of the cell.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import matplotlib
 from matplotlib.figure import Figure
 
-__all__ = ["ipympl_active", "new_figure", "close_figure"]
+__all__ = ["ipympl_active", "new_figure", "close_figure", "DPI"]
+
+#: 100 dpi: a figure's inches are a hundred CSS pixels, so sizes can be planned in pixels.
+DPI = 100
 
 
 def ipympl_active() -> bool:
@@ -15,21 +24,47 @@ def ipympl_active() -> bool:
     return "ipympl" in backend or backend.endswith("widget")
 
 
-def new_figure(size: tuple, live: bool) -> Figure:
-    """A figure for one view: an ipympl canvas when live (made without showing it)."""
-    if live:
-        import matplotlib.pyplot as plt
+class ViewFigure(Figure):
+    """A view's figure: cleared for a fresh drawing, it lays out again (constrained);
+    once laid out the explorer freezes it, so that updates in place skip the layout."""
 
-        with plt.ioff():
-            fig = plt.figure(figsize=size, layout="constrained")
-        fig.canvas.header_visible = False
-        return fig
-    return Figure(figsize=size, layout="constrained")
+    def clear(self, keep_observers: bool = False) -> None:
+        super().clear(keep_observers)
+        self.set_layout_engine("constrained")
+
+
+def new_figure(size: tuple, live: bool, lock: Any = None) -> Figure:
+    """A figure for one view: an ipympl canvas when live, with no toolbar (it covered
+    tick labels), header or footer. ``lock`` (a lock) is held while the canvas renders
+    on the front end's request, so that a computation drawing from another thread
+    never changes artists under it."""
+    fig = ViewFigure(figsize=size, dpi=DPI, layout="constrained")
+    if live:
+        from ipympl.backend_nbagg import Canvas, FigureManager
+
+        canvas = Canvas(fig)
+        FigureManager(canvas, 0)
+        canvas.toolbar_visible = False
+        canvas.header_visible = False
+        canvas.footer_visible = False
+        canvas.resizable = False
+        if lock is not None:
+            canvas.manager.handle_json = _locked(canvas.manager.handle_json, lock)
+    return fig
+
+
+def _locked(handler: Callable, lock: Any) -> Callable:
+    def handle(content):
+        with lock:
+            return handler(content)
+
+    return handle
 
 
 def close_figure(fig: Any, live: bool) -> None:
-    """Release a view's figure (pyplot keeps live ones until closed)."""
-    if fig is not None and live:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
+    """Release a view's figure (its canvas widget, when live)."""
+    if fig is None:
+        return
+    if live and hasattr(fig.canvas, "close"):
+        fig.canvas.close()
+    fig.clear()

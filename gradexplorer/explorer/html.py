@@ -6,7 +6,25 @@ import html
 import traceback
 from typing import Any
 
-__all__ = ["badge_html", "worst_html", "entry_html", "error_html"]
+__all__ = [
+    "badge_html", "stale_badge_html", "status_html", "worst_html", "entry_html", "error_html",
+    "point_text", "STYLE",
+]  # fmt: skip
+
+#: The explorer's own CSS (an HTML widget's <style> applies to the page): stale views
+#: dimmed, tables aligned, numbers in tabular figures.
+STYLE = """<style>
+.gx-stale .widget-tab-contents { opacity: 0.35; filter: grayscale(60%); }
+.gx-table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+.gx-table th, .gx-table td { padding: 1px 10px; text-align: right; }
+.gx-table th:first-child, .gx-table td:first-child,
+.gx-table th:last-child, .gx-table td:last-child { text-align: left; }
+.gx-table tr:nth-child(even) { background: #f4f4f4; }
+</style>"""
+
+
+def _wrong(count: int) -> str:
+    return f"{count} wrong entr{'y' if count == 1 else 'ies'}"
 
 
 def badge_html(r: Any) -> str:
@@ -17,7 +35,7 @@ def badge_html(r: Any) -> str:
     True
     """
     color = "#1a7f37" if r.passed else "#b42318"
-    verdict = "PASSED" if r.passed else f"FAILED: {len(r.mismatches)} wrong entries"
+    verdict = "PASSED" if r.passed else f"FAILED: {_wrong(len(r.mismatches))}"
     return (
         f'<span style="background:{color};color:white;padding:3px 10px;border-radius:4px;'
         f'font-weight:bold">{verdict}</span> <span style="color:#555">'
@@ -25,10 +43,57 @@ def badge_html(r: Any) -> str:
     )
 
 
+def stale_badge_html(last_point: str) -> str:
+    """A grey badge: the pictures below are from an earlier point."""
+    shown = f" showing the last good point, {html.escape(last_point)}" if last_point else ""
+    return (
+        '<span style="background:#6e7781;color:white;padding:3px 10px;border-radius:4px;'
+        f'font-weight:bold">STALE</span> <span style="color:#555">{shown}</span>'
+    )
+
+
+def status_html(state: str, generation: int) -> str:
+    """ "computing…" while busy; the state and the change's number as data attributes
+    (tests and the browser test wait on them, not on time)."""
+    text = "computing…" if state == "busy" else ""
+    return (
+        f'<span data-state="{state}" data-generation="{generation}" '
+        f'style="color:#555;margin-left:8px">{text}</span>'
+    )
+
+
+def point_text(names: list, values: list, limit: int = 4) -> str:
+    """``x = [0.1, 2.5, …]``: the point, short enough for a message.
+
+    >>> import numpy as np
+    >>> point_text(["x"], [np.array([0.25, 3.0, 1.0, 2.0, 5.0])])
+    'x = [0.25, 3, 1, 2, …]'
+    """
+    parts = []
+    for name, value in zip(names, values):
+        try:
+            flat = [complex(v) for v in _ravel(value)]
+        except Exception:
+            parts.append(f"{name} = {type(value).__name__}")
+            continue
+        nums = [f"{v.real:.3g}" if v.imag == 0 else f"{v:.3g}" for v in flat[:limit]]
+        more = ", …" if len(flat) > limit else ""
+        parts.append(f"{name} = [{', '.join(nums)}{more}]")
+    return "; ".join(parts)
+
+
+def _ravel(value: Any) -> list:
+    import numpy as np
+
+    if hasattr(value, "detach"):  # torch
+        value = value.detach().cpu().numpy()
+    return list(np.ravel(np.asarray(value)))
+
+
 def worst_html(r: Any, limit: int = 8) -> str:
     """The wrong entries (or, when all pass, those closest to failing) as a table."""
     rows = (r.mismatches or r.worst)[:limit]
-    head = "wrong entries" if r.mismatches else "closest to failing"
+    head = "wrong entries" if r.mismatches else "closest to failing (all within tolerance)"
     body = "".join(
         f"<tr><td>{html.escape(e.label)}</td><td>{e.analytic:.6g}</td><td>{e.numeric:.6g}"
         f"</td><td>{e.abs_err:.2e}</td><td>{e.fd_error:.1e}</td><td>{html.escape(e.verdict)}"
@@ -36,7 +101,7 @@ def worst_html(r: Any, limit: int = 8) -> str:
         for e in rows
     )
     return (
-        f"<b>{head}</b><table><tr><th>entry</th><th>analytic</th><th>numeric</th>"
+        f'<b>{head}</b><table class="gx-table"><tr><th>entry</th><th>analytic</th><th>numeric</th>'
         f"<th>|diff|</th><th>FD error</th><th>verdict</th></tr>{body}</table>"
     )
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as W
@@ -13,17 +15,79 @@ from ..ad.jacobians import hessian
 from ..check.sweep import step_sweep
 from ..display import plots as P
 
-__all__ = ["draw_view", "point_sliders", "point_from", "FIGSIZE", "AUTOGRAD_ONLY"]
+__all__ = [
+    "draw_view", "draw_note", "point_sliders", "point_from", "not_applicable", "shape_of",
+    "VIEWS", "FIGSIZE", "AUTOGRAD_ONLY",
+]  # fmt: skip
 
-#: Figure size (inches) of each view.
+#: The views, always all of them (a view that does not apply says why): a tab set
+#: that never changes keeps its tabs and titles stable when the function changes.
+VIEWS = ("Jacobian", "Check", "Complex", "Hessian", "Step sweep", "Where")
+
+#: Figure size (inches, at 100 dpi) of each view: none wider than 860 px, the output
+#: width of a notebook in a 1280-px window with JupyterLab's file browser open.
 FIGSIZE = {
-    "Jacobian": (6, 4.5),
-    "Check": (15, 4),
-    "Complex blocks": (16, 3.8),
-    "Hessian": (13, 3.8),
-    "Step sweep": (6.5, 4.5),
-    "Where": (13, 5),
+    "Jacobian": (7.0, 5.2),
+    "Check": (8.6, 7.2),
+    "Complex": (8.6, 6.4),
+    "Hessian": (8.6, 6.8),
+    "Step sweep": (7.0, 5.0),
+    "Where": (8.6, 5.6),
 }
+NOTE_SIZE = (8.6, 1.3)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the views need to know of f at a point to say whether they apply."""
+
+    system: str
+    complex_io: bool
+    one_array: bool
+    single_output: bool
+    out_shape: tuple
+
+
+def shape_of(system: str, call, layout) -> Shape:
+    return Shape(
+        system,
+        any(s.complex for s in layout.leaves + call.specs),
+        len(call.specs) == 1 and call.selected[0].tree.is_leaf,
+        layout.tree.is_leaf,
+        tuple(layout.leaves[0].shape) if layout.tree.is_leaf else (),
+    )
+
+
+def not_applicable(name: str, s: Shape) -> str | None:
+    """Why view ``name`` does not apply to f (None when it does).
+
+    >>> not_applicable("Hessian", Shape("autograd", False, True, True, (3,)))[:60]
+    'The Hessian view needs a real scalar output; this f returns '
+    """
+    if name == "Complex":
+        if not s.complex_io:
+            return (
+                "f is real here: its Jacobian has no Re/Im blocks. The Complex view shows "
+                "complex functions (the gallery's holomorphic / conj examples)."
+            )
+        if not (s.one_array and s.single_output):
+            return "The Complex view takes f with one array input and one array output."
+    if name == "Hessian":
+        if s.complex_io or not s.single_output or s.out_shape != ():
+            shape = s.out_shape if s.single_output else "several outputs"
+            return (
+                f"The Hessian view needs a real scalar output; this f returns "
+                f"{'shape ' if s.single_output else ''}{shape}. Its second derivatives are "
+                "the Jacobian of its gradient: try the Jacobian view on a scalar f."
+            )
+        if not s.one_array:
+            return "The Hessian view takes f with one array input (choose it with wrt=)."
+    if name in AUTOGRAD_ONLY and s.system != "autograd":
+        return (
+            f"The {name} view uses autograd's own operators; for {s.system} functions the "
+            "Check view shows the same derivatives (complex ones as Re/Im blocks)."
+        )
+    return None
 
 
 def point_sliders(call) -> list:
@@ -81,15 +145,38 @@ def point_from(
 
 
 #: Views that need autograd's own operators (hessian, complex_blocks).
-AUTOGRAD_ONLY = ("Complex blocks", "Hessian")
+AUTOGRAD_ONLY = ("Complex", "Hessian")
 #: The explorer casts the point to its dtype control: check in that precision.
 NATIVE = {"precision": "native"}
 
 
+def draw_note(fig, text: str) -> tuple:
+    """A view that does not apply: its figure, made short, says why."""
+    fig.clear()
+    fig.set_size_inches(*NOTE_SIZE)
+    fig.text(
+        0.5, 0.5, textwrap.fill(text, 95), ha="center", va="center", fontsize=11, color="#333333"
+    )  # fmt: skip
+    return ("note", text)
+
+
 def draw_view(
-    name: str, fig, art, r, f: Callable, args: tuple, argnums: Any, entry: tuple, wrt: Any
+    name: str,
+    fig,
+    art,
+    r,
+    f: Callable,
+    args: tuple,
+    argnums: Any,
+    entry: tuple,
+    wrt: Any,
+    input_name: str = "x",
 ):
     """Update view ``name``'s artists in place (or draw it afresh); return the artists."""
+    if isinstance(art, tuple) or tuple(fig.get_size_inches()) != FIGSIZE[name]:
+        art = None  # it was a note (or another f's view): the view's own size comes back
+        fig.clear()
+        fig.set_size_inches(*FIGSIZE[name])
     if name == "Jacobian":
         if art is None or not P.update_heatmap(art, r.analytic):
             fig.clear()
@@ -101,38 +188,28 @@ def draw_view(
                 col_label=r.col_label,
                 row_blocks=r.row_blocks,
                 col_blocks=r.column_blocks,
+                **P.axis_labels(r),
             )
     elif name == "Check":
         if art is None or not P.update_check(art, r):
             art = P.draw_check(r, fig)
-    elif name == "Complex blocks":
+    elif name == "Complex":
         b = complex_blocks(f, *args, wrt=argnums[0])
         if art is None or not P.update_complex(art, b):
             art = P.draw_complex(b, fig)
     elif name == "Hessian":
         H = hessian(f, argnums[0])(*args)
         if art is None or not P.update_hessian(art, H):
-            art = P.draw_hessian(H, fig)
+            art = P.draw_hessian(H, fig, name=input_name)
     elif name == "Step sweep":
-        art = _draw_sweep(fig, art, f, args, entry, wrt)
+        sweep = step_sweep(f, *args, entry=entry, wrt=wrt, **NATIVE)
+        if art is None or not P.update_step_sweep(art, sweep):
+            fig.clear()
+            art = P.draw_step_sweep(sweep, fig.add_subplot())
     elif name == "Where":  # the graph's shape can change with the point: drawn afresh
         from ..display.graph import plot_localization
         from ..locate.localize import locate
 
         art = locate(f, *args, wrt=argnums, **NATIVE)
         plot_localization(art, fig)
-    return art
-
-
-def _draw_sweep(fig, art, f, args, entry, wrt):
-    sweep = step_sweep(f, *args, entry=entry, wrt=wrt, **NATIVE)
-    if art is None or set(art) != set(sweep.errors):
-        fig.clear()
-        return P.plot_step_sweep(f, *args, entry=entry, wrt=wrt, ax=fig.add_subplot(), **NATIVE)
-    for method, line in art.items():
-        line.set_ydata(onp.where(sweep.errors[method] > 0, sweep.errors[method], onp.nan))
-    ax = next(iter(art.values())).axes
-    ax.set_title(f"step sweep of {sweep.label} (analytic {sweep.analytic:.6g})")
-    ax.relim()
-    ax.autoscale_view()
     return art

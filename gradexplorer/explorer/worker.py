@@ -1,0 +1,93 @@
+"""One background computation at a time, the newest request only.
+
+A slider moved while the check is running cancels it: the request carries a
+generation number, the function under check raises :class:`Cancelled` at its
+next evaluation once a newer generation exists, and the worker then starts on
+the newest request. Requests are never queued behind each other.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Cancelled", "Worker", "cancellable"]
+
+
+class Cancelled(BaseException):
+    """A newer request superseded this computation (a BaseException: library code that
+    catches ``Exception`` lets it through)."""
+
+
+def cancellable(f: Callable, is_current: Callable[[], bool]) -> Callable:
+    """f, raising :class:`Cancelled` instead of evaluating once ``is_current()`` is False.
+
+    Modules and other callables that the backends recognise by type (an
+    ``nn.Module``) are returned unwrapped: they are cancelled between stages only.
+
+    >>> g = cancellable(lambda x: 2 * x, lambda: True)
+    >>> g(3), g.__name__
+    (6, '<lambda>')
+    """
+    if not callable(f) or type(f).__module__.split(".")[0] in ("torch", "jax", "flax"):
+        return f
+
+    @functools.wraps(f)
+    def guarded(*args, **kwargs):
+        if not is_current():
+            raise Cancelled
+        return f(*args, **kwargs)
+
+    return guarded
+
+
+class Worker:
+    """A daemon thread running ``run(request)`` for the newest submitted request."""
+
+    def __init__(self, run: Callable[[Any], None]):
+        self._run = run
+        self._pending: Any = None
+        self._has_pending = False
+        self._busy = False
+        self._stopped = False
+        self._cv = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="gradexplorer", daemon=True)
+        self._thread.start()
+
+    def submit(self, request: Any) -> None:
+        """Replace any pending request by this one and wake the thread."""
+        with self._cv:
+            self._pending, self._has_pending = request, True
+            self._cv.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until nothing is pending or running; False on timeout."""
+        with self._cv:
+            return self._cv.wait_for(lambda: not (self._has_pending or self._busy), timeout)
+
+    def stop(self) -> None:
+        with self._cv:
+            self._stopped = True
+            self._cv.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                self._cv.wait_for(lambda: self._has_pending or self._stopped)
+                if self._stopped:
+                    return
+                request, self._pending, self._has_pending = self._pending, None, False
+                self._busy = True
+            try:
+                self._run(request)
+            except Cancelled:
+                pass
+            except Exception:  # the thread must outlive a bug in one request: say it
+                traceback.print_exc()
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
