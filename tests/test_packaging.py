@@ -1,5 +1,6 @@
 """Packaging contracts: light imports, one dependency list, README and CI agree."""
 
+import json
 import re
 import subprocess
 import sys
@@ -81,3 +82,14 @@ def test_results_render_without_a_kernel():
     for r in results:
         assert r._repr_png_()[:4] == b"\x89PNG", type(r).__name__
         assert r._repr_html_()
+
+
+def test_the_package_ships_the_jupyterlab_setting_that_saves_widget_state():
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    data = meta["tool"]["setuptools"]["data-files"]
+    (files,) = [v for k, v in data.items() if k == "share/jupyter/lab/settings/overrides.d"]
+    setting = json.loads((ROOT / files[0]).read_text())
+    assert setting["@jupyter-widgets/jupyterlab-manager:plugin"]["saveState"] is True
+    assert "gradexplorer*" in meta["tool"]["setuptools"]["packages"]["find"]["include"]

@@ -213,7 +213,8 @@ def test_every_view_fits_the_output_width_and_reads_at_10_px(explorer, name):
     visit_all(ex)
     for view, fig in ex.figures.items():
         assert fig.get_figwidth() * fig.dpi <= 860, (name, view)
-        small = [(t.get_text()[:30], t.get_fontsize()) for t in texts_of(fig) if t.get_fontsize() < 7.5]
+        small = [(t.get_text()[:30], t.get_fontsize()) for t in texts_of(fig)]
+        small = [(text, size) for text, size in small if size < 7.5]
         assert not small, (name, view, small)  # 7.5 pt = 10.4 px at 100 dpi
 
 
@@ -304,8 +305,6 @@ def test_the_badge_and_tables_say_one_entry_and_align():
     assert "wrong entries" in badge_html(bad) and 'class="gx-table"' in worst_html(bad)
     one = gx.check_grads(_one_wrong, np.array([0.3, 0.8]))
     assert "FAILED: 1 wrong entry<" in badge_html(one)
-
-
 
 
 def _one_wrong(x):
