@@ -397,3 +397,21 @@ def test_a_newer_change_cancels_the_running_check():
     with pytest.raises(Cancelled):
         gx.check_grads(g, np.ones(3))
     assert len(calls) == 3  # no evaluation after the change
+
+
+def test_a_check_whose_scales_fit_is_sent_as_its_cells_only():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from gradexplorer.display import plots as P
+
+    f = lambda x: anp.sin(x) * x  # noqa: E731
+    fig = Figure(figsize=(8.6, 7.2))
+    FigureCanvasAgg(fig)
+    art = P.draw_check(gx.check_grads(f, np.linspace(0, 1, 3)), fig)
+    fig.canvas.draw()
+    assert P.update_check(art, gx.check_grads(f, np.linspace(0, 1, 3) * 0.98))
+    assert not art.rescaled  # same verdict, marks and scales: only the cells change
+    P.blit_check(art)
+    case = next(c for c in CASES if c.name == "transposed")
+    other = gx.check_grads(case.f, *case.args)
+    assert not P.update_check(art, other)  # another shape: drawn afresh

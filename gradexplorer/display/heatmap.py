@@ -234,6 +234,8 @@ def plot_jacobian(
     ax = _new_axes(ax, None)
     P, block = pool_max_abs(M, max_cells)
     norm = _norm(P, kind, symlog, vmax)
+    if kind == "log":  # room for the next point's errors: they move by decades
+        norm = _with_headroom(norm)
     # extent keeps the axes in the original index coordinates when pooled
     image = ax.imshow(
         _display(P, kind, norm),
@@ -332,7 +334,9 @@ def _scale_fits(old: Any, new: Any) -> bool:
     if isinstance(new, colors.CenteredNorm):
         return new.halfrange <= old.halfrange <= 4 * new.halfrange
     if isinstance(new, colors.LogNorm):
-        return old.vmin <= new.vmin and new.vmax <= old.vmax <= 16 * new.vmax
+        # errors at round-off level jump by decades from point to point: a log scale
+        # keeps three spare decades above rather than redraw on every move
+        return old.vmin <= new.vmin and new.vmax <= old.vmax <= 1e3 * new.vmax
     if type(new) is colors.Normalize:
         return new.vmax <= old.vmax <= 4 * new.vmax
     return False
@@ -343,7 +347,7 @@ def _with_headroom(norm: Any) -> Any:
     if isinstance(norm, colors.CenteredNorm):
         return colors.CenteredNorm(vcenter=norm.vcenter, halfrange=1.25 * norm.halfrange)
     if isinstance(norm, colors.LogNorm):
-        return colors.LogNorm(vmin=norm.vmin / 2, vmax=norm.vmax * 2)
+        return colors.LogNorm(vmin=norm.vmin / 10, vmax=norm.vmax * 10)
     if type(norm) is colors.Normalize:
         return colors.Normalize(vmin=0.0, vmax=1.25 * norm.vmax)
     return norm
@@ -383,13 +387,16 @@ def zoom_heatmap(h: Heatmap, center: tuple | None, half: int = 8) -> None:
     h.ax.set_ylim(min(m, r0 + 2 * half + 1) - 0.5, r0 - 0.5)
 
 
-def blit_heatmap(h: Heatmap) -> None:
-    """Redraw only the image and its cell values (the scale and labels are unchanged)."""
+def blit_heatmap(h: Heatmap, send: bool = True) -> None:
+    """Redraw only the image and its cell values (the scale and labels are unchanged);
+    ``send=False`` leaves sending the picture to the caller (several maps, one blit)."""
     h.ax.draw_artist(h.image)
     for t in h.texts:
         h.ax.draw_artist(t)
     if h.selection is not None:
         h.ax.draw_artist(h.selection)
+    if not send:
+        return
     h.ax.figure.canvas.blit(h.ax.bbox)
 
 

@@ -39,6 +39,8 @@ __all__ = [
     "draw_step_sweep",
     "update_step_sweep",
     "mark_selection",
+    "blit_check",
+    "CheckArtists",
     "pool_max_abs",
     "update_heatmap",
     "Heatmap",
@@ -57,6 +59,8 @@ class CheckArtists:
     marks: list
     shape: tuple
     mode: str
+    rescaled: bool = True  # did the last update change more than the cells?
+    marked: tuple = ()  # the (row, col) of the outlined entries
 
 
 def plot_check(report: Any, fig: Any = None) -> Figure:
@@ -167,15 +171,29 @@ def update_check(art: CheckArtists, report: Any) -> bool:
     for h, M, v in zip(art.heatmaps, mats, (vmax, vmax, None, None)):
         update_heatmap(h, M, vmax=v)
     title, color = _check_title(report)
+    retitled = art.fig.get_suptitle() != title
     art.fig.suptitle(title, color=color, fontweight="bold")
+    marked = art.marked
     _mark_failures(art, report)
+    art.rescaled = retitled or marked != art.marked or any(h.rescaled for h in art.heatmaps)
     return True
+
+
+def blit_check(art: CheckArtists) -> None:
+    """Redraw only the four maps' cells, values and marks (scales and titles unchanged)."""
+    for h in art.heatmaps:
+        blit_heatmap(h, send=False)
+        for mark in art.marks:
+            if mark.axes is h.ax:
+                h.ax.draw_artist(mark)
+    art.fig.canvas.blit(art.fig.bbox)
 
 
 def _mark_failures(art: CheckArtists, report) -> None:
     for mark in art.marks:
         mark.remove()
     art.marks.clear()
+    art.marked = tuple((e.row, e.col) for e in report.mismatches[:400])
     br, bc = art.heatmaps[0].block
     # orange on a dark rim: visible on every colour of the four scales, and apart
     # from the grid's block separators (black, thin)

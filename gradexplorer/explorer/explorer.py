@@ -330,7 +330,8 @@ class Explorer(W.VBox):
             self._show_entry()
             self._dirty.add("Step sweep")
             self._mark_selection()
-            self._redraw_visible(selection_moved=True)
+            zoomed = change is not None and change.get("owner") is self.zoom
+            self._redraw_visible(selection_moved=True, limits_changed=zoomed)
 
     def _on_tab(self, change=None) -> None:
         with self._lock:
@@ -482,13 +483,13 @@ class Explorer(W.VBox):
         k = self.tabs.selected_index
         return None if k is None else VIEWS[k]
 
-    def _redraw_visible(self, selection_moved: bool = False) -> None:
+    def _redraw_visible(self, selection_moved: bool = False, limits_changed: bool = False) -> None:
         name = self._visible()
         if self.report is None or name is None:
             return
         if name not in self._dirty:
             if selection_moved and name in ("Jacobian", "Check"):
-                self._push(name, self.artists.get(name), fresh=False)
+                self._push(name, self.artists.get(name), fresh=limits_changed)
             return
         try:
             fresh = self._draw(name)
@@ -503,12 +504,16 @@ class Explorer(W.VBox):
     def _push(self, name: str, art, fresh: bool) -> None:
         """Send a view's new picture to the page."""
         fig = self.figures[name]
-        if self.live and isinstance(art, P.Heatmap) and not art.rescaled and not fresh:
-            P.blit_heatmap(art)  # only the image changed: send it, not a redrawn figure
-        elif self.live:
-            fig.canvas.draw_idle()
-        else:
+        # only the cells changed: send them, not a redrawn figure (zoomed maps move limits)
+        cells_only = not fresh and not self.zoom.value and not getattr(art, "rescaled", True)
+        if not self.live:
             self._view_widgets[name].value = P.figure_png(fig)
+        elif cells_only and isinstance(art, P.Heatmap):
+            P.blit_heatmap(art)
+        elif cells_only and isinstance(art, P.CheckArtists):
+            P.blit_check(art)
+        else:
+            fig.canvas.draw_idle()
 
     def _draw(self, name: str) -> bool:
         before = self.artists.get(name)
@@ -560,7 +565,6 @@ class Explorer(W.VBox):
             for h in self._heatmaps(view):
                 P.mark_selection(h, i, j)
                 zoom_heatmap(h, (i, j) if self.zoom.value else None)
-                h.rescaled = True  # limits and outline moved: send the whole figure
 
     # ------------------------------------------------------------ text
 
