@@ -52,6 +52,7 @@ from .check import (
 )
 from .core import tree
 from .errors import (
+    ComplexStepError,
     DisconnectedInputError,
     DisconnectedInputWarning,
     GradExplorerError,
@@ -63,7 +64,7 @@ from .errors import (
     NotDeterministicError,
     NullTypeGradError,
 )
-from .fd import FDResult, default_step, numeric_jacobian
+from .fd import FDResult, complex_step_applicability, default_step, numeric_jacobian
 from .locate import Localization, locate
 
 __version__ = "0.1.0"
@@ -99,10 +100,11 @@ __all__ = [
     "primitive", "defvjp", "defjvp", "complex_blocks", "cauchy_riemann_residual",
     "ComplexBlocks", "gallery", "FDResult", "default_step", "numeric_jacobian",
     "check_grads", "check_vjp", "check_jvp", "check_precision", "PrecisionReport",
+    "complex_step_applicability",
     "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing", "locate", "Localization",
     "GradExplorerError", "GradientError", "DisconnectedInputError",
     "DisconnectedInputWarning", "NullTypeGradError", "GradUndefinedError",
     "JacobianTooLargeError", "NonFiniteWarning", "NotDeterministicError",
-    "InputMutationError", "tree", *_LAZY,
+    "InputMutationError", "ComplexStepError", "tree", *_LAZY,
 ]  # fmt: skip

@@ -18,6 +18,7 @@ __all__ = [
     "NonFiniteWarning",
     "NotDeterministicError",
     "InputMutationError",
+    "ComplexStepError",
 ]
 
 
@@ -112,3 +113,14 @@ class NotDeterministicError(GradExplorerError, ValueError):
 class InputMutationError(GradExplorerError, ValueError, TypeError):
     """f changed the array it was given (a TypeError too, as autograd's own
     refusal of item assignment is)."""
+
+
+class ComplexStepError(GradExplorerError, ValueError):
+    """``method="complex_step"`` does not apply to this f: a complex input or
+    output, or f is not complex-safe (it drops or bends the imaginary
+    perturbation). ``reason`` is the short form that
+    :func:`gradexplorer.complex_step_applicability` returns."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason or message

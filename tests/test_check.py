@@ -223,3 +223,155 @@ def test_whole_block_patterns_are_named(name, words):
     case = next(c for c in CASES if c.name == name)
     r = gx.check_grads(case.f, *case.args)
     assert any(words in n for n in r.notes), r.notes
+
+
+# ---------------------------------------------------------------- the complex step
+
+
+def _complex_step_refusal(ex):
+    """Why the complex step cannot check a gallery example (None: it can)."""
+    if ex.name == "logdet":  # slogdet's log|det| is real for a complex matrix
+        return "f is not complex-safe: slogdet"
+    if any(np.iscomplexobj(a) for a in ex.args()):
+        return "f takes complex input"
+    if ex.complex:
+        return "f returns complex values"
+    return None
+
+
+@pytest.mark.parametrize("ex", EXAMPLES, ids=ids)
+def test_complex_step_applicability_over_the_gallery(ex):
+    reason = gx.complex_step_applicability(ex.f, *ex.args(), wrt=ex.wrt)
+    expected = _complex_step_refusal(ex)
+    assert (reason is None) == (expected is None), reason
+    if expected:
+        assert reason.startswith(expected), reason
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("ex", EXAMPLES, ids=ids)
+def test_complex_step_checks_the_gallery_where_it_applies(ex, dtype):
+    args = ex.args()
+    if dtype == "float32":
+        if ex.complex:
+            pytest.skip("float32 rows are for real examples")
+        args = tuple(np.asarray(a, dtype=np.float32) for a in args)
+    expected = _complex_step_refusal(ex)
+    run = lambda: gx.check_grads(  # noqa: E731
+        ex.f, *args, wrt=ex.wrt, mode="full", method="complex_step", precision="native"
+    )
+    if expected is None:
+        r = run()
+        assert r.passed, str(r)
+        assert r.method == "complex_step" and r.dtype == dtype
+    else:
+        with pytest.raises(gx.ComplexStepError) as info:
+            run()
+        assert info.value.reason.startswith(expected), info.value.reason
+        assert "method='richardson'" in str(info.value)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_complex_step_finds_exactly_the_wrong_entries(case):
+    real = not any(np.iscomplexobj(a) for a in case.args)
+    reason = gx.complex_step_applicability(case.f, *case.args, **case.kw)
+    assert (reason is None) == real, reason
+    if not real:
+        pytest.skip("complex inputs: the complex step does not apply")
+    r = gx.check_grads(
+        case.f, *case.args, order=case.order, mode="full", method="complex_step", **case.kw
+    )
+    assert {(e.row, e.col) for e in r.mismatches} == case.expected, str(r)
+
+
+def _rejects_complex(x):
+    if np.iscomplexobj(x):
+        raise ValueError("real input only")
+    return anp.sin(x)
+
+
+x_cs = np.linspace(0.2, 1.0, 3)
+# (f, the helper's reason contains, check_grads refuses it with the same reason)
+NOT_COMPLEX_SAFE = {
+    "abs": (lambda x: anp.abs(x) * x, "absolute at test_check.py", True),
+    "real": (lambda x: anp.real(x) * x, "real at test_check.py", True),
+    "conj": (lambda x: anp.conj(x) * x, "conjugate at test_check.py", True),
+    "norm": (lambda x: anp.linalg.norm(x) * x, "norm at", True),
+    "astype": (lambda x: x.astype(float) * x, "astype at", True),
+    "float()": (lambda x: float(x[0]) * x, "a cast to real at test_check.py", False),
+    "raises": (_rejects_complex, "fails on complex input (ValueError: real input only)", True),
+    "complex output": (lambda x: anp.exp(1j * x), "f returns complex values", True),
+}
+
+
+@pytest.mark.parametrize("name", NOT_COMPLEX_SAFE)
+def test_complex_step_names_what_breaks_it(name):
+    f, words, via_check = NOT_COMPLEX_SAFE[name]
+    reason = gx.complex_step_applicability(f, x_cs)
+    assert reason is not None and words in reason, reason
+    if via_check:  # (float() breaks autograd too: check_grads stops before the FD)
+        with pytest.raises(gx.ComplexStepError) as info:
+            gx.check_grads(f, x_cs, method="complex_step")
+        assert words.split(" at ")[0] in info.value.reason, info.value.reason
+        assert "Use method='richardson'" in str(info.value)
+        # richardson checks the same function without complaint
+        assert gx.check_grads(f, x_cs).passed
+
+
+def test_complex_step_with_a_chosen_step_is_honest():
+    # the explorer's step slider: a large step's truncation error is estimated, not
+    # called a wrong derivative, and the real part moving with h²f''/2 is no refusal
+    x = np.linspace(0.5, 1.0, 3)
+    for step in (1e-8, 1e-5, 1e-3, 1e-1):
+        r = gx.check_grads(anp.sin, x, method="complex_step", step=step)
+        assert r.passed, (step, str(r))
+        d = np.diag(r.numeric)
+        assert np.all(np.abs(d - np.cos(x)) <= 2 * np.diag(r.fd_error))
+
+
+def test_complex_step_for_torch_functions():
+    torch = pytest.importorskip("torch")
+    t = torch.linspace(0.1, 1.0, 3, dtype=torch.float64)
+    assert gx.complex_step_applicability(torch.sin, t) is None
+    assert gx.check_grads(torch.sin, t, method="complex_step").passed
+    reason = gx.complex_step_applicability(torch.relu, t)
+    assert reason.startswith("torch backend: f fails on complex input"), reason
+    reason = gx.complex_step_applicability(lambda v: torch.abs(v) * v, t)
+    assert reason.startswith("torch backend: f is not complex-safe: abs"), reason
+    with pytest.raises(gx.ComplexStepError, match="complex-safe"):
+        gx.check_grads(lambda v: torch.abs(v) * v, t, method="complex_step")
+
+
+# ---------------------------------------------------------------- report wording
+
+
+def test_report_counts_and_passing_entries_are_worded_honestly():
+    case = next(c for c in CASES if c.name == "single_entry")
+    r = gx.check_grads(case.f, *case.args)
+    text = str(r)
+    assert r.status == "FAILED: 1 wrong entry"
+    assert "1 wrong entry;" in text and "wrong entries" not in text and "  wrong entry:" in text
+    (e,) = r.mismatches
+    assert e.verdict == "analytic is 1.01x the numeric value"
+    assert all(w.verdict.startswith("ok") for w in r.worst[1:])
+    assert gx.check_grads(anp.sin, x_cs).status == "PASSED"
+
+    # a kink: the kink says so, and no passing entry is described as off or wrong
+    r = gx.check_grads(lambda x: anp.abs(x) + x**2, np.array([0.0, 1e-9, 0.5]))
+    assert r.passed and [k.verdict.split(",")[0] for k in r.kinks] == ["kink"]
+    for w in r.worst:
+        assert w.verdict.startswith("ok"), w.verdict
+        assert "off by" not in w.verdict and "wrong" not in w.verdict
+    assert any("within tolerance, " in w.verdict for w in r.worst)
+    assert any("uneven nearby" in w.verdict for w in r.worst if w.row == 0)
+    assert "closest to failing (all within tolerance" in str(r)
+
+
+def test_failing_verdict_is_measured_against_the_whole_allowance():
+    from gradexplorer.check.report import verdict_for
+
+    # an FD error of 1e-30 beside an allowance of 256 ulps of the value: the ratio to
+    # the FD error alone (1e14x) would say nothing about how wrong the entry is
+    assert verdict_for(0.18, 1.0, 1.0 + 1e-14, 1e-30).startswith("ok: within tolerance, 0.18")
+    text = verdict_for(3.0, 1.0 + 1e-13, 1.0, 1e-30)
+    assert "3x the allowed difference" in text and "FD error" not in text

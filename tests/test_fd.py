@@ -1,5 +1,6 @@
 """numeric_jacobian: accuracy, honest error estimates, steps, executors."""
 
+import math
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import autograd.numpy as anp
@@ -50,6 +51,60 @@ def test_complex_step_refuses_unsafe_functions_and_complex_inputs():
         gx.numeric_jacobian(lambda x: np.abs(x), np.array([1.0, -2.0]), method="complex_step")
     with pytest.raises(ValueError, match="real inputs"):
         gx.numeric_jacobian(lambda z: z**2, np.array([1j]), method="complex_step")
+    # abs and conj inside keep the output complex, but the derivative comes out wrong:
+    # the cross-check against finite differences refuses them instead of answering
+    x = np.array([0.5, -2.0, 1.5])
+    for f in (lambda v: np.abs(v) * v, lambda v: np.conj(v) * v, lambda v: np.real(v) + v):
+        with pytest.raises(gx.ComplexStepError, match="complex-safe, and f is not") as info:
+            gx.numeric_jacobian(f, x, method="complex_step")
+        assert info.value.reason.startswith("f is not complex-safe")
+    with pytest.raises(gx.ComplexStepError, match="f raised TypeError") as info:
+        gx.numeric_jacobian(lambda v: v * np.floor(v + 10), x, method="complex_step")
+    assert info.value.reason.startswith("f fails on complex input (TypeError: ufunc 'floor'")
+    # a complex scalar through math.sin loses its imaginary part (a ComplexWarning only)
+    with pytest.raises(gx.ComplexStepError, match="complex-safe"):
+        gx.numeric_jacobian(lambda v: v * math.sin(v[0]), x, method="complex_step")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_complex_step_in_any_real_precision(dtype):
+    # a float32 leaf is perturbed in complex128: its real part rounds unlike f's own
+    # float32 evaluation, which is no reason to refuse
+    x = np.linspace(0.1, 1.0, 4).astype(dtype)
+    r = gx.numeric_jacobian(lambda v: np.sin(v) * v, x, method="complex_step")
+    truth = np.diag(np.cos(x) * x + np.sin(x)).astype(float)
+    np.testing.assert_allclose(r.jacobian, truth, rtol=1e-6 if dtype == np.float32 else 1e-14)
+    assert np.all(np.abs(r.jacobian - truth) <= 2 * r.error + 1e-6 * np.abs(truth))
+
+
+def test_error_estimates_respect_the_float_resolution():
+    from gradexplorer.check.report import format_fd_error
+    from gradexplorer.fd.directional import resolution_floor
+
+    tiny, eps = np.finfo(float).tiny, np.finfo(float).eps
+    # estimates once came out as 6.7e-320: rounding of subnormal values, not errors
+    cases = [
+        (lambda v: anp.abs(v) + v**2, np.array([0.0, 1e-9, 0.5])),
+        (lambda v: anp.maximum(v, 0.0), np.array([0.0, -1.0, 1e-12, 2.0])),
+        (lambda v: anp.exp(-(v**2)), np.array([30.0, 0.0])),
+        (lambda v: v * 1e-300, np.array([1.0, 2.0])),
+    ]
+    for k, (f, x) in enumerate(cases):
+        for method in ("richardson", "central", "complex_step"):
+            if method == "complex_step" and k < 2:
+                continue  # abs and maximum are not complex-safe
+            r = gx.numeric_jacobian(f, x, method=method)
+            E, J = r.error, r.jacobian
+            assert np.all(E >= tiny) and np.all(E >= 0.5 * eps * np.abs(J)), (method, E)
+    # a derivative of 1e-300 is still judged to 2e-8 of itself (tiny / 1e-300)
+    r = gx.numeric_jacobian(lambda v: v * 1e-300, np.array([1.0, 2.0]))
+    assert np.all(np.diag(r.error) == tiny)
+    assert gx.check_grads(lambda v: v * 1e-300, np.array([1.0, 2.0])).passed
+    E = resolution_floor(np.array([0.0, 1.0, np.nan]), np.array([1e-320, 1e-30, np.inf]))
+    np.testing.assert_array_equal(E, [tiny, 0.5 * eps, np.inf])
+    assert format_fd_error(6.7e-320) == "<=2.2e-308" and format_fd_error(3e-9) == "3.0e-09"
+    text = str(gx.check_grads(lambda v: anp.exp(-(v**2)), np.array([30.0, 0.0])))
+    assert "e-31" not in text and "e-32" not in text
 
 
 def test_layouts():

@@ -357,7 +357,9 @@ def test_complex_step_is_labelled_where_it_cannot_apply(explorer):
 
 
 def test_live_figures_use_no_pyplot_and_compute_in_the_background(monkeypatch):
-    pytest.importorskip("ipympl")
+    backend = matplotlib.get_backend()
+    pytest.importorskip("ipympl")  # importing ipympl switches matplotlib's backend to it
+    matplotlib.use(backend)
     import matplotlib.pyplot as plt
 
     from gradexplorer.explorer import explorer as module

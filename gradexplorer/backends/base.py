@@ -29,7 +29,11 @@ backend is a module (or any object) with these members:
 ``op_vjp(rec, u) / op_jvp(rec, tangents) / op_eval(rec, args)``
     One recorded operation's own VJP, JVP, and evaluation on new arguments.
 ``definition_site(rec) -> (path, line) | None``
-    Where the operation's own code is defined.
+    Where the operation's own code is defined (the ``def`` line; None for a
+    library's): the site shown when f itself is the operation.
+``rule_site(rec, kind) -> (path, line) | None`` (optional)
+    Where the user wrote its ``"VJP"`` / ``"JVP"`` rule (the function given to
+    ``defvjp``, a Function's ``backward``, a ``custom_vjp``'s bwd).
 ``op_function(rec, slot) -> g``
     The operation as a function of its argument ``slot`` alone, on the
     system's own arrays (to check the culprit's Jacobian entry by entry).
@@ -49,14 +53,16 @@ backend is a module (or any object) with these members:
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
+import sysconfig
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
-    "Backend", "OpRecord", "Prepared", "user_frames", "promote_arguments", "promotion_note",
-    "PACKAGE_DIR",
+    "Backend", "OpRecord", "Prepared", "user_frames", "user_stack", "is_library_path",
+    "source_site", "promote_arguments", "promotion_note", "PACKAGE_DIR",
 ]  # fmt: skip
 
 #: The precisions a check may run in: None is each system's default.
@@ -80,6 +86,10 @@ class OpRecord:
     value: Any
     frames: tuple  # (path, line) of the user's stack, innermost first
     name: str = ""
+    #: ``(name, serial)`` of the library function the user's line called when the
+    #: operation ran inside it (``stack`` for autograd's arrays and getitems of
+    #: ``anp.stack``), or ``()``: the operations of one call share its serial.
+    call: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -155,20 +165,144 @@ class Backend(Protocol):
     def cast(self, x: Any, dtype: str) -> Any: ...
 
 
-def user_frames(library_dirs: tuple[str, ...], stop: Any, skip: int = 2) -> tuple:
-    """(path, line) of the frames between an operation's call and the tracer
-    (``stop``), innermost first, leaving out the libraries' and our own."""
+def _installed_roots() -> tuple[str, ...]:
+    """Folders of the standard library and of installed packages."""
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    paths = sysconfig.get_paths()
+    roots = {os.path.abspath(paths[k]) for k in names if paths.get(k)}
+    roots.add(os.path.dirname(os.path.abspath(os.__file__)))  # the stdlib, even in a venv
+    return tuple(sorted(r + os.sep for r in roots))
+
+
+_INSTALLED = _installed_roots()
+_PACKAGE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def is_library_path(path: str, library_dirs: tuple[str, ...] = ()) -> bool:
+    """Whether code at ``path`` is a library's rather than the user's.
+
+    Parameters
+    ----------
+    path : str
+        A code object's ``co_filename``.
+    library_dirs : tuple of str
+        The AD system's own folders (numpy's too), left out wherever they are.
+
+    Returns
+    -------
+    bool
+        True for the given folders, gradexplorer itself (not its gallery, which
+        is example user code), the standard library, anything installed in a
+        ``site-packages`` / ``dist-packages`` folder (traitlets, ipywidgets,
+        functools' wrappers ...) and Python's frozen modules. A notebook cell's
+        code (``/tmp/ipykernel_1/123.py``, ``<ipython-input-3-...>``) is user code.
+
+    Examples
+    --------
+    >>> import functools
+    >>> is_library_path(functools.__file__), is_library_path("/home/me/model.py")
+    (True, False)
+    >>> is_library_path("/opt/env/lib/python3.12/site-packages/traitlets/traitlets.py")
+    True
+    """
+    if path.startswith("<"):
+        return path.startswith("<frozen")
+    if library_dirs and path.startswith(library_dirs):
+        return True
+    if path.startswith(PACKAGE_DIR + os.sep):
+        return not path.startswith(_GALLERY_DIR + os.sep)
+    if path.startswith(_INSTALLED):
+        return True
+    parts = path.replace("\\", "/").split("/")
+    return any(p in _PACKAGE_FOLDERS for p in parts[:-1])
+
+
+#: Names of library functions that only forward to the operation (not what the user called).
+_FORWARDERS = {"f_wrapped", "wrapper", "wrapped", "inner", "__call__", "apply", "<lambda>"}
+
+
+def user_stack(
+    library_dirs: tuple[str, ...], stop: Any, skip: int = 2, calls: dict | None = None
+) -> tuple[tuple, tuple]:
+    """The user's frames of the running operation and the library call it is part of.
+
+    Parameters
+    ----------
+    library_dirs : tuple of str
+        The AD system's folders (see :func:`is_library_path`).
+    stop : frame
+        The tracer's own frame: the stack above it is not f's.
+    skip : int
+        Frames of the recorder itself, innermost, to leave out.
+    calls : dict, optional
+        The recording's registry of library calls (``id(frame) -> (frame,
+        serial)``); it keeps their frames alive while recording, so that two
+        calls never share an id. Without it no call is reported.
+
+    Returns
+    -------
+    frames : tuple
+        ``(path, line)`` of the user's frames between the operation and
+        ``stop``, innermost first; libraries, the standard library and
+        gradexplorer's own are left out.
+    call : tuple
+        ``(name, serial)`` of the library function the innermost user frame
+        called, when that function is not the operation itself (``stack``,
+        ``array``, ``norm``), else ``()``.
+    """
     out = []
+    entry = None  # the outermost library frame seen since the last user frame
     frame = sys._getframe(skip)
     while frame is not None and frame is not stop:
         path = frame.f_code.co_filename
-        internal = (
-            path.startswith(library_dirs)
-            or (path.startswith(PACKAGE_DIR) and not path.startswith(_GALLERY_DIR))
-            or "contextlib" in path
-            or path.startswith("<frozen")
-        )
-        if not internal:
+        if is_library_path(path, library_dirs):
+            if not out:
+                entry = frame
+        else:
             out.append((path, frame.f_lineno))
         frame = frame.f_back
-    return tuple(out)
+    call: tuple = ()
+    if entry is not None and calls is not None and out:
+        name = entry.f_code.co_name
+        if name not in _FORWARDERS and not name.startswith("_"):
+            known = calls.get(id(entry))
+            if known is None or known[0] is not entry:
+                known = calls[id(entry)] = (entry, len(calls))
+            call = (name, known[1])
+    return tuple(out), call
+
+
+def user_frames(library_dirs: tuple[str, ...], stop: Any, skip: int = 2) -> tuple:
+    """``(path, line)`` of the frames between an operation's call and the tracer
+    (``stop``), innermost first, leaving out libraries (see :func:`is_library_path`)."""
+    return user_stack(library_dirs, stop, skip + 1)[0]
+
+
+def source_site(obj: Any, library_dirs: tuple[str, ...] = ()) -> tuple[str, int] | None:
+    """Where a function (or class) of the user's is defined: ``(path, line of its def)``.
+
+    Decorators are unwrapped (``__wrapped__``) and skipped (the line is the
+    ``def``'s, not the ``@primitive`` above it); None for library code, or
+    when the source cannot be found (a builtin, code typed at a bare prompt).
+
+    Examples
+    --------
+    >>> from gradexplorer.gallery.examples import _sm
+    >>> path, line = source_site(_sm)
+    >>> path.endswith("examples.py"), line > 1
+    (True, True)
+    >>> source_site(sum) is None, source_site(source_site) is None  # builtin; a library's
+    (True, True)
+    """
+    target = inspect.unwrap(obj) if callable(obj) else obj
+    try:
+        path = inspect.getsourcefile(target)
+        lines, line = inspect.getsourcelines(target)
+    except (TypeError, OSError):
+        return None
+    if not path or is_library_path(path, library_dirs):
+        return None
+    for k, text in enumerate(lines):  # the def itself, below its decorators
+        if text.lstrip().startswith(("def ", "async def ", "class ")):
+            return path, line + k
+    return path, line

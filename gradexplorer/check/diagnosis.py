@@ -159,13 +159,17 @@ def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
         if jf[t, i] or jb[t, i]:
             size = jf[t, i] or jb[t, i]
             side = "right" if jf[t, i] else "left"
-            verdict = f"not continuous here: f jumps by about {abs(size):.3g} just {side} of x"
+            verdict = (
+                f"jump, not continuous here: f jumps by about {abs(size):.3g} just {side} of x"
+            )
         elif onp.isfinite(rf[t, i]) and onp.isfinite(rb[t, i]):
             right, left = ef[t, i], eb[t, i]
             r = max(rtol[i, j] if onp.ndim(rtol) else rtol, KINK_RTOL)
             allowed = FD_SAFETY * (rf[t, i] + rb[t, i]) + r * max(abs(right), abs(left)) + atol
             if abs(right - left) > allowed:
-                verdict = f"not differentiable here: right derivative {right:.6g}, left {left:.6g}"
+                verdict = (
+                    f"kink, not differentiable here: right derivative {right:.6g}, left {left:.6g}"
+                )
         if verdict is not None:
             kinks.append(
                 make_entry(p.rows, p.cols, i, j, A[i, j], N[i, j], E[i, j], 0.0, verdict=verdict)

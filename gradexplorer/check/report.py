@@ -12,7 +12,30 @@ import numpy as onp
 from ..core.tree import Leaf
 from ..errors import GradientError
 
-__all__ = ["Entry", "CheckReport", "Blocks", "verdict_for"]
+__all__ = ["Entry", "CheckReport", "Blocks", "verdict_for", "format_fd_error", "plural"]
+
+#: FD errors at or below the smallest normal float64 are its resolution floor
+#: (:func:`gradexplorer.fd.directional.resolution_floor`), shown as such.
+_TINY = float(onp.finfo(float).tiny)
+
+
+def format_fd_error(e: float) -> str:
+    """An FD error for people: ``1.2e-09``, ``unresolvable`` or ``<=2.2e-308``.
+
+    >>> format_fd_error(1.23e-9), format_fd_error(float("inf")), format_fd_error(6.7e-320)
+    ('1.2e-09', 'unresolvable', '<=2.2e-308')
+    """
+    if not onp.isfinite(e):
+        return "unresolvable"
+    if e <= _TINY:
+        # below the normal range an error is round-off of round-off, not a number to read
+        return f"<={_TINY:.1e}"
+    return f"{e:.1e}"
+
+
+def plural(n: int, one: str, many: str) -> str:
+    """``"1 wrong entry"``, ``"2 wrong entries"``."""
+    return f"{n} {one if n == 1 else many}"
 
 
 @dataclass(frozen=True)
@@ -45,7 +68,7 @@ class Entry:
     kind: str = "vjp"
 
     def __str__(self) -> str:
-        fd = f"{self.fd_error:.1e}" if onp.isfinite(self.fd_error) else "unresolvable"
+        fd = format_fd_error(self.fd_error)
         return (
             f"{self.label:<26} analytic {self.analytic: .6g}  numeric {self.numeric: .6g}  "
             f"diff {self.abs_err:.2e}  FD ± {fd}  ({self.verdict})"
@@ -93,14 +116,32 @@ def _fmt_ratio(ratio: float) -> str | None:
     return None
 
 
-def verdict_for(violation: float, analytic: float, numeric: float, fd_error: float) -> str:
-    """A one-line reading of an entry's numbers."""
+def verdict_for(
+    violation: float, analytic: float, numeric: float, fd_error: float, *, uneven: bool = False
+) -> str:
+    """A one-line reading of an entry's numbers.
+
+    A passing entry is described by how much of its allowance it uses (never
+    as "off by": it is not); ``uneven`` says its row has a kink, jump or
+    noise nearby, which is why its FD error (so its allowance) is wide.
+
+    >>> verdict_for(0.18, 1.0, 1.0 + 1e-15, 1e-30)
+    'ok: within tolerance, 0.18 of the allowed difference'
+    >>> verdict_for(12.0, 1.5, 1.0, 1e-9)
+    'analytic is 1.5x the numeric value'
+    """
     if not onp.isfinite(analytic):
         return f"analytic is {analytic}"
     if not onp.isfinite(numeric) or not onp.isfinite(fd_error):
         return "unresolvable"
     if violation <= 1:
-        return "ok"
+        if analytic == numeric:
+            text = "ok: identical"
+        else:
+            text = f"ok: within tolerance, {violation:.2g} of the allowed difference"
+        if uneven:
+            text += "; f is uneven nearby (a kink, jump or noise), so the FD error is wide"
+        return text
     if numeric != 0 and abs(analytic + numeric) <= 1e-6 * abs(numeric):
         return "sign flipped"
     if analytic == 0 and numeric != 0:
@@ -112,12 +153,9 @@ def verdict_for(violation: float, analytic: float, numeric: float, fd_error: flo
     if clean:
         return f"analytic is {clean} the numeric value"
     rel = abs(analytic - numeric) / abs(numeric)
-    times = abs(analytic - numeric) / fd_error if fd_error > 0 else onp.inf
-    return f"off by {rel:.2g} relative ({times:.2g}x the FD error)"
-
-
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
+    # against the whole allowance (FD error, round-off, atol): the FD error alone
+    # can be far smaller than what the entry is allowed (1e14x a 1e-30 FD error)
+    return f"off by {rel:.2g} relative ({violation:.3g}x the allowed difference)"
 
 
 @dataclass(frozen=True, repr=False)
@@ -189,6 +227,16 @@ class CheckReport:
             out.append(self.order)
         return tuple(out)
 
+    @property
+    def status(self) -> str:
+        """``"PASSED"`` or ``"FAILED: 1 wrong entry"`` (for badges and titles)."""
+        if self.passed:
+            return "PASSED"
+        n = len(self.mismatches)
+        if n == 0 and self.first_order is not None and not self.first_order.passed:
+            return f"FAILED: first order, {self.first_order.status.removeprefix('FAILED: ')}"
+        return f"FAILED: {plural(n, 'wrong entry', 'wrong entries')}"
+
     def row_label(self, i: int) -> str:
         return self.rows.label(i)
 
@@ -216,13 +264,11 @@ class CheckReport:
         what = {1: "Jacobian", 2: "second derivatives (Hessian / Jacobian of the VJP)"}
         verdict = "PASSED" if self.passed else "FAILED"
         m, n = self.shape
-        parts = [_plural(len(self.mismatches), "wrong entry", "wrong entries")]
+        parts = [plural(len(self.mismatches), "wrong entry", "wrong entries")]
         if self.unresolved:
-            parts.append(
-                _plural(len(self.unresolved), "unresolvable entry", "unresolvable entries")
-            )
+            parts.append(plural(len(self.unresolved), "unresolvable entry", "unresolvable entries"))
         if self.kinks:
-            parts.append(_plural(len(self.kinks), "kink", "kinks"))
+            parts.append(plural(len(self.kinks), "kink", "kinks"))
         if self.not_checked:
             parts.append(f"{len(self.not_checked)} not checked")
         return (
@@ -243,15 +289,16 @@ class CheckReport:
             lines.append("  not checked:")
             lines.extend(f"    {label}: {reason}" for label, reason in self.not_checked[:10])
         if self.mismatches:
-            lines.append("  wrong entries (worst first):")
+            many = len(self.mismatches) > 1
+            lines.append("  wrong entries (worst first):" if many else "  wrong entry:")
             lines.extend(f"    {e}" for e in self.mismatches[:10])
             if len(self.mismatches) > 10:
                 lines.append(f"    ... and {len(self.mismatches) - 10} more")
         else:
             close = [e for e in self.worst if e.violation > 0 and onp.isfinite(e.fd_error)][:3]
             if close:
-                lines.append("  closest to failing (violation < 1 passes):")
-                lines.extend(f"    {e}  violation {e.violation:.2g}" for e in close)
+                lines.append("  closest to failing (all within tolerance; violation < 1 passes):")
+                lines.extend(f"    {e}" for e in close)
         if self.unresolved:
             lines.append("  unresolvable by finite differences (neither right nor wrong):")
             lines.extend(f"    {e}" for e in self.unresolved[:5])
@@ -282,7 +329,7 @@ class CheckReport:
                     f"{e.analytic:.6g}",
                     f"{e.numeric:.6g}",
                     f"{e.abs_err:.2e}",
-                    f"{e.fd_error:.1e}" if onp.isfinite(e.fd_error) else "unresolvable",
+                    format_fd_error(e.fd_error),
                     f"{e.violation:.3g}",
                     e.verdict,
                 )

@@ -98,7 +98,7 @@ def _sweep(prep, system, entry, steps) -> StepSweep:
         errors[method] = onp.abs(d.est[:, row] - analytic)
         chosen[method] = float(_default(x0, method, col))
     if not any(s.complex for s in specs):
-        cs = _complex_step_errors(gmap, x0, y0, steps, row, col, analytic)
+        cs = _complex_step_errors(p, gmap, x0, y0, steps, row, col, analytic)
         if cs is not None:
             errors["complex_step"] = cs
     label = f"{Blocks(tuple(layout.leaves)).label(row)} / {Blocks(tuple(specs)).label(col)}"
@@ -109,18 +109,35 @@ def _default(x0: onp.ndarray, method: str, col: int) -> float:
     return float(default_step(x0, method)[col])
 
 
-def _complex_step_errors(gmap, x0, y0, steps, row, col, analytic):
-    from ..fd.jacobian import complex_step_derivatives
+def _complex_step_errors(p, gmap, x0, y0, steps, row, col, analytic):
+    from ..errors import ComplexStepError
+    from ..fd.complexstep import complex_step_derivatives, verify_complex_step
 
-    try:  # complex-safe? (an imaginary perturbation carried through, real part kept)
-        complex_step_derivatives(gmap, x0, y0, onp.full(x0.size, 1e-20), columns=[col])
-    except (ValueError, TypeError):
-        return None  # the complex step does not apply
+    # where f refuses complex input, or drops or bends the perturbation (checked
+    # against finite differences along this column), the complex step does not apply
+    try:
+        J, E, _ = complex_step_derivatives(gmap, x0, y0, p.steps("complex_step"), columns=[col])
+        out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
+        verify_complex_step(
+            gmap,
+            gmap.batch,
+            x0,
+            y0,
+            J,
+            E,
+            p.steps("richardson"),
+            p.spacing(),
+            out_eps=out_eps,
+            coord_eps=p.coord_eps(),
+            columns=[col],
+        )
+    except ComplexStepError:
+        return None
     out = []
     for h in steps:
-        with onp.errstate(all="ignore"):
-            J, _, _ = complex_step_derivatives(
-                gmap, x0, y0, onp.full(x0.size, h), columns=[col], check=False
-            )
+        # the raw estimate at this step (no refinement): the sweep shows its error
+        J, _, _ = complex_step_derivatives(
+            gmap, x0, y0, onp.full(x0.size, h), columns=[col], refine=False
+        )
         out.append(abs(J[row, 0] - analytic))
     return onp.array(out)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
+from types import SimpleNamespace
 
-__all__ = ["log_slider", "close_tree"]
+import ipywidgets as W
+import numpy as onp
+
+from ..fd.steps import METHODS
+
+__all__ = ["log_slider", "close_tree", "make_controls"]
 
 
 def log_slider(description: str, value: float, lo: int, hi: int, **kw) -> W.FloatLogSlider:
@@ -17,3 +22,67 @@ def close_tree(widget: W.Widget) -> None:
     for child in getattr(widget, "children", ()):
         close_tree(child)
     widget.close()
+
+
+def make_controls(
+    examples: list, f_given: bool, *, method: str, rtol: float | None, step: float | None
+) -> dict:
+    """The explorer's widgets by name (its public attributes), with their tooltips.
+
+    >>> sorted(make_controls(["a"], True, method="central", rtol=None, step=None))[:3]
+    ['auto_step', 'badge', 'block']
+    """
+    menu = not f_given
+    w = SimpleNamespace()
+    w.error = W.HTML("")
+    w.error.add_class("gx-error")
+    w.badge = W.HTML("")
+    w.badge.add_class("gx-badge")
+    w.status = W.HTML("")
+    w.status.add_class("gx-status")
+    w.worst = W.HTML("")
+    w.entry_info = W.HTML("")
+    wide = {"description_width": "initial"}
+    w.gallery_menu = W.Dropdown(
+        options=examples,
+        description="example",
+        layout=W.Layout(display="flex" if menu else "none"),
+    )
+    w.method = W.Dropdown(options=list(METHODS), value=method, description="FD method")
+    w.auto_step = W.Checkbox(
+        value=step is None,
+        description="auto step",
+        tooltip="a step per coordinate, scaled to its magnitude (recommended)",
+        style=wide,
+    )
+    w.step = log_slider("step", step or 1e-5, -12, -1, disabled=step is None)
+    w.step_note = W.HTML("")
+    w.rtol = log_slider("rtol", rtol or float(onp.sqrt(onp.finfo(float).eps)), -12, -1)
+    w.rtol.tooltip = "relative tolerance added to each entry's FD error"
+    w.dtype = W.ToggleButtons(
+        options=["float64", "float32"],
+        description="precision",
+        tooltips=["check in float64", "evaluate f and its derivative in float32"],
+        style={"description_width": "initial", "button_width": "80px"},
+    )
+    w.block = W.Dropdown(description="input")
+    w.scale = log_slider("scale", 1.0, -8, 8)
+    w.scale.tooltip = "multiplies the point: explore tiny or huge inputs"
+    w.seed = W.IntText(
+        value=0,
+        description="seed",
+        tooltip="0: the starting point (times scale); another seed: a random normal point",
+        layout=W.Layout(width="160px"),
+    )
+    w.resample = W.Button(
+        description="re-sample", tooltip="draw a new random point (the next seed)"
+    )
+    w.row = W.BoundedIntText(value=0, min=0, max=0, description="row")
+    w.col = W.BoundedIntText(value=0, min=0, max=0, description="col")
+    w.zoom = W.Checkbox(
+        value=False,
+        description="zoom to entry",
+        tooltip="show the 17 x 17 cells around the selected entry",
+        style=wide,
+    )
+    return vars(w)

@@ -18,36 +18,30 @@ from matplotlib.figure import Figure
 
 from .. import gallery
 from ..backends import get_backend
-from ..check.analytic import analytic_matrix
-from ..check.api import check_grads
 from ..core.calls import bind_call
 from ..core.outputs import output_layout
-from ..display import plots as P
-from ..display.heatmap import zoom_heatmap
-from ..fd.steps import METHODS, default_step
-from .controls import close_tree, log_slider
+from ..fd.steps import METHODS
+from .computing import Computing
+from .controls import close_tree, make_controls
+from .drawing import ViewDrawing
 from .figures import close_figure, ipympl_active, new_figure
 from .html import (
     STYLE,
-    badge_html,
     entry_html,
     error_html,
     point_text,
     stale_badge_html,
     status_html,
-    worst_html,
 )
 from .views import (
     FIGSIZE,
     VIEWS,
-    draw_note,
-    draw_view,
     not_applicable,
     point_from,
     point_sliders,
     shape_of,
 )
-from .worker import Cancelled, Worker, cancellable
+from .worker import Cancelled, Worker
 
 __all__ = ["explore", "Explorer"]
 
@@ -85,7 +79,7 @@ def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any)
     return Explorer(f, *args, wrt=wrt, **options)
 
 
-class Explorer(W.VBox):
+class Explorer(Computing, ViewDrawing, W.VBox):
     """Jacobian / Check / Complex / Hessian / Step sweep / Where views with live controls.
 
     The tabs are always the same six; a view that does not apply to f says why. With
@@ -125,57 +119,11 @@ class Explorer(W.VBox):
         self._loading = False
         self.views: list[str] = list(VIEWS)
         self._notes: dict[str, str | None] = {}
-        self.error = W.HTML("")
-        self.error.add_class("gx-error")
-        self.badge = W.HTML("")
-        self.badge.add_class("gx-badge")
-        self.status = W.HTML(status_html("busy", 0))
-        self.status.add_class("gx-status")
-        self.worst = W.HTML("")
-        self.entry_info = W.HTML("")
-        wide = {"description_width": "initial"}
-        self.gallery_menu = W.Dropdown(
-            options=gallery.names(),
-            description="example",
-            layout=W.Layout(display="none" if f else "flex"),
-        )
-        self.method = W.Dropdown(options=list(METHODS), value=method, description="FD method")
-        self.auto_step = W.Checkbox(
-            value=step is None,
-            description="auto step",
-            tooltip="a step per coordinate, scaled to its magnitude (recommended)",
-            style=wide,
-        )
-        self.step = log_slider("step", step or 1e-5, -12, -1, disabled=step is None)
-        self.step_note = W.HTML("")
-        self.rtol = log_slider("rtol", rtol or float(onp.sqrt(onp.finfo(float).eps)), -12, -1)
-        self.rtol.tooltip = "relative tolerance added to each entry's FD error"
-        self.dtype = W.ToggleButtons(
-            options=["float64", "float32"],
-            description="precision",
-            tooltips=["check in float64", "evaluate f and its derivative in float32"],
-            style={"description_width": "initial", "button_width": "80px"},
-        )
-        self.block = W.Dropdown(description="input")
-        self.scale = log_slider("scale", 1.0, -8, 8)
-        self.scale.tooltip = "multiplies the point: explore tiny or huge inputs"
-        self.seed = W.IntText(
-            value=0,
-            description="seed",
-            tooltip="0: the starting point (times scale); another seed: a random normal point",
-            layout=W.Layout(width="160px"),
-        )
-        self.resample = W.Button(
-            description="re-sample", tooltip="draw a new random point (the next seed)"
-        )
-        self.row = W.BoundedIntText(value=0, min=0, max=0, description="row")
-        self.col = W.BoundedIntText(value=0, min=0, max=0, description="col")
-        self.zoom = W.Checkbox(
-            value=False,
-            description="zoom to entry",
-            tooltip="show the 17 x 17 cells around the selected entry",
-            style=wide,
-        )
+        for name, widget in make_controls(
+            gallery.names(), f is not None, method=method, rtol=rtol, step=step
+        ).items():
+            setattr(self, name, widget)
+        self.status.value = status_html("busy", 0)
         self.point_box = W.VBox()
         self.point_sliders: list[W.FloatSlider] = []
         self.tabs = W.Tab()
@@ -375,196 +323,6 @@ class Explorer(W.VBox):
     def wait(self, timeout: float | None = 60) -> bool:
         """Block until the newest change is computed and drawn (False on timeout)."""
         return True if self._worker is None else self._worker.wait(timeout)
-
-    def _settings(self) -> dict:
-        return dict(
-            wrt=self._selected_wrt(),
-            method=self.method.value,
-            rtol=self.rtol.value,
-            step=None if self.auto_step.value else self.step.value,
-        )
-
-    def _compute(self, request) -> None:
-        generation, args, settings = request
-        f = cancellable(self.f, lambda: self._is_current(generation))
-        try:
-            if self._jacobian_first():
-                A = analytic_matrix(f, *args, wrt=settings["wrt"], precision="native")
-                with self._lock:
-                    if self._is_current(generation):
-                        self._show_jacobian(A)
-            report = check_grads(
-                f,
-                *args,
-                mode="full",
-                precision="native",  # the dtype control chose the precision
-                **settings,
-            )
-        except Cancelled:
-            return
-        except Exception as exc:
-            with self._lock:
-                if self._is_current(generation):
-                    self._fail(exc, "", args)
-                    self.status.value = status_html("idle", generation)
-            return
-        with self._lock:
-            if not self._is_current(generation):
-                return
-            self._publish(report, args)
-            self.status.value = status_html("idle", generation)
-
-    def _jacobian_first(self) -> bool:
-        """Worth drawing the AD Jacobian before the check: live, on the Jacobian tab,
-        with a heatmap that only needs new values."""
-        art = self.artists.get("Jacobian")
-        return (
-            self._worker is not None
-            and self._visible() == "Jacobian"
-            and isinstance(art, P.Heatmap)
-            and not self.stale
-        )
-
-    def _show_jacobian(self, A) -> None:
-        art = self.artists["Jacobian"]
-        if P.update_heatmap(art, A):
-            self._push("Jacobian", art, fresh=False)
-
-    def _publish(self, report, args) -> None:
-        self.report, self.args = report, args
-        self.error.value = ""
-        self._set_stale(False)
-        m, n = report.shape
-        with self.hold_trait_notifications():
-            self.row.max, self.col.max = max(m - 1, 0), max(n - 1, 0)
-        self._select_worst()
-        self._show_step()
-        self.badge.value = badge_html(report)
-        self.worst.value = worst_html(report)
-        self._show_entry()
-        self._dirty = set(VIEWS)
-        self._redraw_visible()
-
-    def _select_worst(self) -> None:
-        """A failing check selects its worst entry, unless a wrong one is selected."""
-        r = self.report
-        if not r.mismatches:
-            return
-        wrong = {(e.row, e.col) for e in r.mismatches}
-        if (self.row.value, self.col.value) not in wrong:
-            worst = r.mismatches[0]
-            with self.hold_trait_notifications():
-                self.row.value, self.col.value = worst.row, worst.col
-
-    def _show_step(self) -> None:
-        if not self.auto_step.value:
-            self.step_note.value = ""
-            return
-        x = onp.concatenate([onp.ravel(onp.asarray(a, dtype=complex).real) for a in self._leaves()])
-        h = float(onp.median(default_step(x, self.method.value))) if x.size else 0.0
-        self.step_note.value = (
-            f'<span style="color:#555" title="median of the per-coordinate steps">'
-            f"auto: h ≈ {h:.2g}</span>"
-        )
-
-    def _leaves(self) -> list:
-        leaves = []
-        for slot in self.argnums:
-            a = self.args[slot] if slot < len(self.args) else None
-            try:
-                leaves.append(onp.asarray(self.system.to_numpy(a)))
-            except Exception:
-                continue
-        return leaves
-
-    # ------------------------------------------------------------ draw
-
-    def _visible(self) -> str | None:
-        k = self.tabs.selected_index
-        return None if k is None else VIEWS[k]
-
-    def _redraw_visible(self, selection_moved: bool = False, limits_changed: bool = False) -> None:
-        name = self._visible()
-        if self.report is None or name is None:
-            return
-        if name not in self._dirty:
-            if selection_moved and name in ("Jacobian", "Check"):
-                self._push(name, self.artists.get(name), fresh=limits_changed)
-            return
-        try:
-            fresh = self._draw(name)
-        except Cancelled:
-            return
-        except Exception as exc:
-            self._show_error(exc, f"while drawing the {name} view")
-            return
-        self._dirty.discard(name)
-        self._push(name, self.artists.get(name), fresh)
-
-    def _push(self, name: str, art, fresh: bool) -> None:
-        """Send a view's new picture to the page."""
-        fig = self.figures[name]
-        # only the cells changed: send them, not a redrawn figure (zoomed maps move limits)
-        cells_only = not fresh and not self.zoom.value and not getattr(art, "rescaled", True)
-        if not self.live:
-            self._view_widgets[name].value = P.figure_png(fig)
-        elif cells_only and isinstance(art, P.Heatmap):
-            P.blit_heatmap(art)
-        elif cells_only and isinstance(art, P.CheckArtists):
-            P.blit_check(art)
-        else:
-            fig.canvas.draw_idle()
-
-    def _draw(self, name: str) -> bool:
-        before = self.artists.get(name)
-        note = self._notes.get(name)
-        if note is not None:
-            if before != ("note", note):
-                self.artists[name] = draw_note(self.figures[name], note)
-                return True
-            return False
-        self._draw_view(name)
-        fresh = self.artists[name] is not before
-        if fresh:  # drawn afresh: lay out once, then keep it
-            P.freeze_layout(self.figures[name])
-        self._mark_selection(name)
-        return fresh
-
-    def _draw_view(self, name: str) -> None:
-        wrt = self._selected_wrt()
-        if isinstance(wrt, tuple):  # the sweep differentiates one input: the entry's own
-            wrt = wrt[self.report.cols.locate(self.col.value)[0]]
-        entry = (self.row.value, self.report.cols.locate(self.col.value)[2])
-        self.artists[name] = draw_view(
-            name,
-            self.figures[name],
-            self.artists.get(name),
-            self.report,
-            self.f,
-            self.args,
-            self.argnums,
-            entry,
-            wrt,
-            input_name=self.input_names[0],
-        )
-
-    def _heatmaps(self, name: str) -> list:
-        art = self.artists.get(name)
-        if isinstance(art, P.Heatmap):
-            return [art]
-        return list(getattr(art, "heatmaps", []))
-
-    def _mark_selection(self, name: str | None = None) -> None:
-        """Outline the selected entry (and zoom to it) on the Jacobian and Check maps."""
-        if self.report is None:
-            return
-        i, j = self.row.value, self.col.value
-        for view in [name] if name else ["Jacobian", "Check"]:
-            if view not in ("Jacobian", "Check"):
-                continue
-            for h in self._heatmaps(view):
-                P.mark_selection(h, i, j)
-                zoom_heatmap(h, (i, j) if self.zoom.value else None)
 
     # ------------------------------------------------------------ text
 

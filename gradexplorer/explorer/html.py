@@ -6,6 +6,8 @@ import html
 import traceback
 from typing import Any
 
+from ..check.report import format_fd_error
+
 __all__ = [
     "badge_html", "stale_badge_html", "status_html", "worst_html", "entry_html", "error_html",
     "point_text", "STYLE",
@@ -23,10 +25,6 @@ STYLE = """<style>
 </style>"""
 
 
-def _wrong(count: int) -> str:
-    return f"{count} wrong entr{'y' if count == 1 else 'ies'}"
-
-
 def badge_html(r: Any) -> str:
     """A coloured PASSED/FAILED badge with the check's size and method.
 
@@ -35,7 +33,7 @@ def badge_html(r: Any) -> str:
     True
     """
     color = "#1a7f37" if r.passed else "#b42318"
-    verdict = "PASSED" if r.passed else f"FAILED: {_wrong(len(r.mismatches))}"
+    verdict = r.status
     return (
         f'<span style="background:{color};color:white;padding:3px 10px;border-radius:4px;'
         f'font-weight:bold">{verdict}</span> <span style="color:#555">'
@@ -96,7 +94,7 @@ def worst_html(r: Any, limit: int = 8) -> str:
     head = "wrong entries" if r.mismatches else "closest to failing (all within tolerance)"
     body = "".join(
         f"<tr><td>{html.escape(e.label)}</td><td>{e.analytic:.6g}</td><td>{e.numeric:.6g}"
-        f"</td><td>{e.abs_err:.2e}</td><td>{e.fd_error:.1e}</td><td>{html.escape(e.verdict)}"
+        f"</td><td>{e.abs_err:.2e}</td><td>{format_fd_error(e.fd_error)}</td><td>{html.escape(e.verdict)}"
         "</td></tr>"
         for e in rows
     )
@@ -112,7 +110,7 @@ def entry_html(r: Any, i: int, j: int) -> str:
     label = f"{r.row_label(i)} / {r.col_label(j)}"
     return (
         f"<b>{html.escape(label)}</b>: analytic {a:.10g}, numeric {n:.10g}, "
-        f"|diff| {abs(a - n):.3e}, FD error ± {e:.2e}, violation {v:.3g} "
+        f"|diff| {abs(a - n):.3e}, FD error ± {format_fd_error(e)}, violation {v:.3g} "
         f"({'fails' if v > 1 else 'ok'})"
     )
 

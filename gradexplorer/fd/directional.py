@@ -21,7 +21,9 @@ import numpy as onp
 from .noise import NoiseModel
 from .schemes import SCHEMES, combine, pooled, stencil_residual
 
-__all__ = ["Directional", "directional_derivatives", "exact_steps", "REASONS"]
+__all__ = [
+    "Directional", "directional_derivatives", "exact_steps", "REASONS", "resolution_floor",
+]  # fmt: skip
 
 #: Why an entry is unresolvable (codes in ``Directional.reason``).
 REASONS = {
@@ -318,8 +320,24 @@ def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
     nonfinite[active] &= ~lvl.finite
 
 
+def resolution_floor(est: onp.ndarray, err: onp.ndarray) -> onp.ndarray:
+    """Errors no smaller than the float64 format can resolve (infinite ones stay).
+
+    An estimate is a float64 number, so it is known to no better than its own
+    rounding, half an ulp: ``eps/2·|est|``. And below the smallest normal float
+    (``tiny``, 2.2e-308) numbers lose significant bits and differences become
+    steps of the subnormal grid, so an error computed there (``6.7e-320``) is
+    not a measurement but round-off of round-off: ``tiny`` is the floor. Both
+    floors are far below any allowance that matters (the checker adds 256 ulps
+    of the value), so no verdict moves except entries made of subnormal dust.
+    """
+    with onp.errstate(invalid="ignore", over="ignore"):
+        floor = onp.maximum(0.5 * onp.finfo(float).eps * onp.abs(est), onp.finfo(float).tiny)
+    return onp.where(onp.isnan(floor), err, onp.fmax(err, floor))
+
+
 def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm) -> Directional:
-    err = err + nm.rel * onp.abs(est)
+    err = resolution_floor(est, err + nm.rel * onp.abs(est))
     reason = onp.zeros(est.shape, onp.int8)
     hopeless = nm.rel > HOPELESS
     reason[hopeless] = 5

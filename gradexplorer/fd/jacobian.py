@@ -25,7 +25,8 @@ from ..backends import opened
 from ..core.calls import Call, bind_call, check_callable
 from ..core.guards import guarded_call, keeping_random_state
 from ..core.outputs import output_layout
-from ..core.tree import Leaf, flatten
+from ..core.tree import Leaf
+from .complexstep import complex_step_derivatives, complex_step_jacobian
 from .directional import REASONS, directional_derivatives, exact_steps
 from .noise import NoiseModel, probe_noise
 from .realmap import RealMap
@@ -220,13 +221,23 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed, sy
     y0 = onp.asarray(layout.realify(y), dtype=float)
     steps = steps_for(call, step, method)
     spacing = coordinate_spacing(x0, call.specs)
+    evaluate = _evaluator(gmap, vectorized, executor)
+    out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in layout.leaves])
     if method == "complex_step":
-        J, E, nfev = complex_step_derivatives(gmap, x0, y0, steps)
+        J, E, nfev = complex_step_jacobian(
+            gmap,
+            evaluate,
+            x0,
+            y0,
+            steps,
+            steps_for(call, None, "richardson"),
+            spacing,
+            out_eps=out_eps,
+            coord_eps=coordinate_eps(call.specs),
+        )
         R = onp.zeros(J.shape, onp.int8)
         noise = NoiseModel.quiet(y0.size)
     else:
-        evaluate = _evaluator(gmap, vectorized, executor)
-        out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in layout.leaves])
         J, E, R, nfev, noise = fd_columns(
             evaluate,
             x0,
@@ -291,58 +302,3 @@ def _evaluator(gmap: RealMap, vectorized: bool, executor: Executor | None):
 
 def _workers(executor: Executor) -> int:
     return int(getattr(executor, "_max_workers", 0) or 4)
-
-
-def complex_step_derivatives(
-    gmap: RealMap,
-    x0: onp.ndarray,
-    y0: onp.ndarray,
-    steps: onp.ndarray,
-    columns=None,
-    check: bool = True,
-) -> tuple[onp.ndarray, onp.ndarray, int]:
-    """Complex-step columns ``Im f(x + i h e_j) / h`` (exact to round-off).
-
-    f must carry an imaginary perturbation through (real-analytic code with
-    no abs, conj, real parts or float casts); its real part must not move.
-    """
-    if any(s.complex for s in gmap.specs):
-        raise ValueError(
-            "method='complex_step' needs real inputs (it perturbs along the imaginary "
-            "axis); for complex inputs use method='richardson' or 'central'."
-        )
-    if any(s.complex for s in gmap.layout.leaves):
-        raise ValueError(
-            "method='complex_step' needs real outputs (it reads the derivative from the "
-            "imaginary part); f returns complex values: use method='richardson'."
-        )
-    cols, errs = [], []
-    columns = range(x0.size) if columns is None else columns
-    for j in columns:
-        leaves = []
-        for s, a, b in zip(gmap.specs, gmap.bounds[:-1], gmap.bounds[1:]):
-            seg = x0[a:b].astype(complex)
-            if a <= j < b:
-                seg[j - a] += 1j * steps[j]
-            value = seg.reshape(s.shape) if s.shape else seg[0]
-            leaves.append(value)
-        gmap._seed()
-        with onp.errstate(all="ignore"):
-            y = gmap.call(*leaves)
-        ys, _ = flatten(y)
-        parts = [onp.ravel(onp.asarray(v)) for v, sp in zip(ys, gmap.layout.specs) if sp]
-        yv = onp.concatenate(parts) if parts else onp.zeros(0)
-        if not onp.iscomplexobj(yv) or (
-            check and not onp.allclose(yv.real, y0, rtol=1e-8, atol=1e-300)
-        ):
-            raise ValueError(
-                "method='complex_step' needs f to be complex-safe (real-analytic code that "
-                "carries an imaginary perturbation through): f dropped or changed it "
-                f"(perturbing input {j} gave {'a real' if not onp.iscomplexobj(yv) else 'an'} "
-                "output whose real part moved). abs, conj, real and casts to float break "
-                "it; use method='richardson' instead."
-            )
-        d = yv.imag / steps[j]
-        cols.append(d)
-        errs.append(4 * onp.finfo(float).eps * (onp.abs(d) + 1e-300))
-    return onp.array(cols).T, onp.array(errs).T, len(cols)

@@ -18,7 +18,10 @@ from ..core.tree import flatten, float_kind, map_leaves, unflatten
 from ..fd.jacobian import fd_columns
 from .context import float_leaves, real_vector
 
-__all__ = ["check_operation", "culprit_report"]
+__all__ = ["check_operation", "culprit_report", "BOOKKEEPING"]
+
+#: The verdict of autograd's own gradient bookkeeping (not an operation of f's).
+BOOKKEEPING = "not checked: autograd's internal gradient bookkeeping"
 
 
 def _perturbed_args(rec: OpRecord, tangent_sets, weights):
@@ -103,7 +106,7 @@ def _is_plumbing(rec: OpRecord) -> bool:
 def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[str, float]:
     """``(verdict, violation)`` of one operation along the given tangents."""
     if _is_plumbing(rec) or rec.name in ("container_untake", "sparse_add"):
-        return "not checked: autograd's internal gradient bookkeeping", onp.nan
+        return BOOKKEEPING, onp.nan
     out_leaves = float_leaves(rec.value)
     if not out_leaves:
         return "not checked: its output is not a float array", onp.nan

@@ -26,7 +26,7 @@ from ..core.calls import bind_call
 from .context import random_tangents, shapes, tangents_in_context
 from .local_check import check_operation, culprit_report
 from .result import Localization, OpNode
-from .sites import source_of
+from .sites import rule_site_of, site_of
 
 __all__ = ["locate", "Localization", "OpNode", "DIRECTIONS"]
 
@@ -100,26 +100,34 @@ def _locate(prep, gen, directions: int, system) -> Localization:
         call, values, specs, records, gen, max(1, int(directions)), system
     )
     nodes, culprit = [], None
+    first_of_call: dict = {}  # (name, serial) of a library call -> its first operation
     for i, rec in enumerate(records):
         tangent_sets = tangents[i] if i < aligned and tangents[i] else [random_tangents(rec, gen)]
         try:
             verdict, err = check_operation(rec, tangent_sets, gen, system)
         except Exception as exc:  # an operation the checker cannot evaluate on its own
             verdict, err = f"not checked: {type(exc).__name__}: {exc}"[:120], onp.nan
-        source, code = source_of(rec, system)
+        site = site_of(rec, system)
+        call = tuple(getattr(rec, "call", ()) or ())
+        group = first_of_call.setdefault(call, rec.index) if call else rec.index
         wrong_first = verdict.startswith("wrong") and culprit is None
         report = culprit_report(rec, gen, system) if wrong_first else None
+        rule = rule_site_of(rec, system, verdict) if wrong_first else None
         node = OpNode(
             rec.index,
             rec.name,
-            source,
+            site.where if site is not None else "<unknown>",
             verdict,
             err,
             rec.parents,
             tuple(shapes(rec.args[a])[1] for a in rec.argnums),
             shapes(rec.value)[1],
             report,
-            code,
+            site.code if site is not None else "",
+            site,
+            call[0] if call and call[0] != rec.name else "",
+            group,
+            rule,
         )
         nodes.append(node)
         if culprit is None and node.wrong:

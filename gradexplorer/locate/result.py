@@ -9,6 +9,7 @@ from typing import Any
 import numpy as onp
 
 from ..check.report import CheckReport
+from .sites import Site
 
 __all__ = ["OpNode", "Localization"]
 
@@ -17,11 +18,20 @@ __all__ = ["OpNode", "Localization"]
 class OpNode:
     """One traced operation.
 
-    ``name`` is the primitive's own name (``softplus``, ``dot``); ``source``
-    where the user's code called it (``path/file.py:LINE``, or in a notebook
-    ``cell [N], line L``) and ``code`` that line's text; ``verdict`` is
-    ``ok``, ``wrong VJP``, ``wrong JVP`` or ``not checked: <reason>``;
-    ``local_error`` the largest violation of its local check (> 1 fails).
+    ``name`` is the primitive's own name (``softplus``, ``dot``; autograd's
+    internal helpers by the name users know: ``array``, ``getitem``);
+    ``source`` where the user's code called it (``path/file.py:LINE``, or in a
+    notebook ``cell [N], line L``; ``... (definition)`` when f itself is the
+    operation) and ``code`` that line's text, ``site`` the same as a
+    :class:`~gradexplorer.locate.sites.Site`; ``verdict`` is ``ok``, ``wrong
+    VJP``, ``wrong JVP`` or ``not checked: <reason>``; ``local_error`` the
+    largest violation of its local check (> 1 fails). ``call`` names the
+    library function the user's line called when the operation is one of
+    several it is made of (``stack`` for the ``array``, ``getitem`` and
+    ``concatenate`` inside ``anp.stack``), and ``group`` is the index of that
+    call's first operation (the node's own index when it is not part of one).
+    For the culprit, ``rule`` is where its wrong rule is written (the function
+    given to ``defvjp``, a Function's ``backward``), when that is user code.
     """
 
     index: int
@@ -34,6 +44,25 @@ class OpNode:
     out_shape: tuple
     report: CheckReport | None = field(default=None, repr=False, compare=False)
     code: str = ""
+    site: Site | None = field(default=None, repr=False)
+    call: str = ""
+    group: int = -1
+    rule: Site | None = field(default=None, repr=False)
+
+    @property
+    def rule_elsewhere(self) -> bool:
+        """Whether ``rule`` is known and is not the line ``site`` already shows."""
+        if self.rule is None:
+            return False
+        return self.site is None or (self.rule.path, self.rule.line) != (
+            self.site.path,
+            self.site.line,
+        )
+
+    @property
+    def label(self) -> str:
+        """The name as the user wrote the call: ``stack`` rather than its parts."""
+        return self.call or self.name
 
     @property
     def wrong(self) -> bool:
@@ -45,7 +74,8 @@ class OpNode:
 
     def __str__(self) -> str:
         err = f"{self.local_error:.3g}" if onp.isfinite(self.local_error) else "-"
-        return f"#{self.index:<3} {self.name:<16} {self.source:<36} {self.verdict:<12} {err}"
+        name = f"{self.call}: {self.name}" if self.call and self.call != self.name else self.name
+        return f"#{self.index:<3} {name:<16} {self.source:<36} {self.verdict:<12} {err}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -88,6 +118,8 @@ class Localization:
         c = self.culprit
         if c is not None and c.code:
             lines.append(f"  {c.source}: {c.code}")
+        if c is not None and c.rule_elsewhere:
+            lines.append(f"  its {c.verdict[6:]} rule, {c.rule.where}: {c.rule.code}")
         if c is not None and c.report is not None:
             lines.append("  the culprit's own derivative:")
             lines.extend("    " + ln for ln in str(c.report).splitlines()[:8])
@@ -99,6 +131,11 @@ class Localization:
             style = ' style="background:#fde2d0;font-weight:bold"' if n is self.culprit else ""
             err = f"{n.local_error:.3g}" if onp.isfinite(n.local_error) else "–"
             code = f"<br><code>{html.escape(n.code)}</code>" if n.code and n is self.culprit else ""
+            if n is self.culprit and n.rule_elsewhere:
+                code += (
+                    f"<br>its {html.escape(n.verdict[6:])} rule, <code>{html.escape(n.rule.where)}"
+                    f"</code>: <code>{html.escape(n.rule.code)}</code>"
+                )
             rows.append(
                 f"<tr{style}><td>{n.index}</td><td>{html.escape(n.name)}</td>"
                 f"<td><code>{html.escape(n.source)}</code>{code}</td>"

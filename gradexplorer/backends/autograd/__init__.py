@@ -23,12 +23,14 @@ from .recording import (
     op_jvp,
     op_vjp,
     record,
+    rule_site,
 )
 from .tracing import VJPTrace, op_name, trace_jvp, trace_vjp, traced_container
 
 __all__ = [
     "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
-    "container", "record", "op_vjp", "op_jvp", "op_eval", "definition_site", "op_function",
+    "container", "record", "op_vjp", "op_jvp", "op_eval", "definition_site", "rule_site",
+    "op_function",
     "float_kind", "prepare", "session", "cast",
     "trace_vjp", "trace_jvp", "VJPTrace", "getval", "isbox", "op_name", "FRIENDLY_NAMES",
     "primitive", "defvjp", "defjvp",

@@ -12,13 +12,21 @@ from typing import Any
 import jax
 
 from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
-from .recording import definition_site, op_eval, op_function, op_jvp, op_vjp, record
+from .recording import (
+    definition_site,
+    op_eval,
+    op_function,
+    op_jvp,
+    op_vjp,
+    record,
+    rule_site,
+)
 from .tracing import VJPTrace, trace_jvp, trace_vjp
 
 __all__ = [
     "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
-    "float_kind", "prepare", "session", "cast", "VJPTrace",
+    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace",
 ]  # fmt: skip
 
 name = "jax"

@@ -4,13 +4,13 @@ at a time.
 f is traced to a jaxpr and evaluated equation by equation; ``jit`` calls are
 opened so the operations inside them are seen with their own lines, while a
 ``custom_vjp`` / ``custom_jvp`` function stays one operation named after the
-user's function, so a wrong rule is named. Each equation is re-run alone
-through ``bind``, differentiated with ``jax.vjp`` / ``jax.jvp``.
+user's function, so a wrong rule is named. A Python ``if`` on an array value
+follows the branch f takes at the point (``branches``). Each equation is re-run
+alone through ``bind``, differentiated with ``jax.vjp`` / ``jax.jvp``.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -21,11 +21,12 @@ import jax.numpy as jnp
 import numpy as onp
 
 from ...core.tree import flatten, map_leaves, unflatten
-from ..base import _GALLERY_DIR, PACKAGE_DIR, OpRecord
+from ..base import OpRecord, is_library_path, source_site
 from .arrays import to_array, to_numpy
+from .branches import decisions_of, replaying
 
 __all__ = [
-    "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
+    "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site", "rule_site",
     "custom_rule_names",
 ]  # fmt: skip
 
@@ -92,17 +93,23 @@ def _frames(eqn) -> tuple:
     except Exception:
         return ()
     for fr in frames:
-        path = fr.file_name
-        internal = path.startswith(_LIBRARIES) or (
-            path.startswith(PACKAGE_DIR) and not path.startswith(_GALLERY_DIR)
-        )
-        if not internal:
-            out.append((path, fr.start_line))
+        if not is_library_path(fr.file_name, _LIBRARIES):
+            out.append((fr.file_name, fr.start_line))
     return tuple(out)
 
 
 def _jaxpr_of(fun: Callable, leaves: Sequence):
-    return jax.make_jaxpr(lambda *xs: fun(*xs))(*leaves)
+    """f's jaxpr at these leaves; when f's Python code branches on array values
+    (``if x[0] > 0``), the jaxpr of the branches it takes here."""
+    trace = jax.make_jaxpr(lambda *xs: fun(*xs))
+    try:
+        return trace(*leaves)
+    except jax.errors.ConcretizationTypeError:
+        answers = decisions_of(fun, leaves, _LIBRARIES)
+        if not answers:
+            raise
+        with replaying(answers, _LIBRARIES):
+            return trace(*leaves)
 
 
 def _walk(jaxpr, consts, args, traced_in, env_records, records, visit):
@@ -261,20 +268,54 @@ def op_function(rec: OpRecord, slot: int) -> Callable:
 
 def definition_site(rec: OpRecord) -> tuple[str, int] | None:
     """Where a custom rule's own code is defined (its bwd / jvp function)."""
+    return rule_site(rec)
+
+
+def rule_site(rec: OpRecord, kind: str = "VJP") -> tuple[str, int] | None:
+    """Where the user wrote the operation's rule: a ``custom_vjp``'s bwd (its
+    VJP), a ``custom_jvp``'s jvp (both); None for jax's own primitives."""
     params = getattr(rec.fun, "params", {})
-    for key in ("bwd", "jvp_jaxpr_fun", "jvp"):
-        fn = params.get(key)
-        target = getattr(fn, "f", fn)
-        while hasattr(target, "__wrapped__"):
-            target = target.__wrapped__
-        try:
-            path = inspect.getsourcefile(target)
-            _, line = inspect.getsourcelines(target)
-        except (TypeError, OSError):
-            continue
-        if path and not path.startswith(_LIBRARIES):
-            return path, line
+    subfuns = params.get("subfuns") or ()
+    kind_of = getattr(getattr(rec.fun, "primitive", None), "name", "")
+    if kind_of.startswith("custom_vjp") and len(subfuns) > 2:
+        found = [subfuns[2]] if kind == "VJP" else []  # (fun, fwd, bwd)
+    elif kind_of.startswith("custom_jvp") and len(subfuns) > 1:
+        found = [subfuns[1]]  # (fun, jvp)
+    else:
+        found = [params.get(k) for k in ("bwd", "jvp_jaxpr_fun", "jvp")]
+    for fn in found:
+        site = _user_code_in(fn) if fn is not None else None
+        if site is not None:
+            return site
     return None
+
+
+def _user_code_in(fn: Any, depth: int = 6) -> tuple[str, int] | None:
+    """The site of the first user function jax wrapped ``fn`` around: its rule
+    sits under ``WrappedFun.f``, ``functools.partial`` and closures."""
+    seen: set = set()
+    todo = [(fn, 0)]
+    while todo:
+        obj, d = todo.pop(0)
+        if id(obj) in seen or d > depth:
+            continue
+        seen.add(id(obj))
+        if callable(obj) and not isinstance(obj, type):
+            site = source_site(obj, _LIBRARIES)
+            if site is not None:
+                return site
+        inner = [getattr(obj, "f", None), getattr(obj, "func", None)]
+        inner += [c.cell_contents for c in getattr(obj, "__closure__", None) or () if _filled(c)]
+        todo.extend((x, d + 1) for x in inner if x is not None and not isinstance(x, (int, str)))
+    return None
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
 
 
 del sys

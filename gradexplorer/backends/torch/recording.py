@@ -10,7 +10,6 @@ operation is re-run on new arguments, differentiated alone, through torch.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -24,11 +23,11 @@ from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
 from ...core.tree import flatten, map_leaves, unflatten
-from ..base import OpRecord, user_frames
+from ..base import OpRecord, source_site, user_stack
 from .arrays import to_numpy
 
 __all__ = [
-    "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
+    "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site", "rule_site",
     "watching_functions", "functions_without_jvp",
 ]  # fmt: skip
 
@@ -148,6 +147,7 @@ class _Recorder(TorchFunctionMode):
         self.records: list[OpRecord] = []
         self.producers: dict[int, tuple[int, torch.Tensor]] = {}
         self.stop = stop
+        self.calls: dict = {}  # the library calls seen (see base.user_stack)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -188,6 +188,7 @@ class _Recorder(TorchFunctionMode):
                     if k not in parents:
                         parents.append(k)
         index = len(self.records)
+        frames, call = user_stack(_LIBRARIES, self.stop, 4, self.calls)
         rec = OpRecord(
             index,
             TorchOp(func),
@@ -196,8 +197,9 @@ class _Recorder(TorchFunctionMode):
             traced,
             tuple(parents),
             map_leaves(to_numpy, out),
-            user_frames(_LIBRARIES, self.stop, skip=3),
+            frames,
             _friendly(func),
+            call,
         )
         self.records.append(rec)
         for x in out_leaves:
@@ -216,6 +218,7 @@ def record(fun: Callable, leaves: Sequence) -> list[OpRecord]:
             fun(*xs)
     finally:
         _State.recorder = previous
+        recorder.calls.clear()  # they hold the library calls' frames: let them go
     return recorder.records
 
 
@@ -327,11 +330,12 @@ def definition_site(rec: OpRecord) -> tuple[str, int] | None:
     """Where a custom Function's ``backward`` is defined (a torch builtin: None)."""
     func = rec.fun.func if isinstance(rec.fun, TorchOp) else rec.fun
     target = getattr(func, "backward", None) if isinstance(func, type) else func
-    try:
-        path = inspect.getsourcefile(target)
-        _, line = inspect.getsourcelines(target)
-    except (TypeError, OSError):
+    return source_site(target, _LIBRARIES)
+
+
+def rule_site(rec: OpRecord, kind: str = "VJP") -> tuple[str, int] | None:
+    """Where a custom Function's ``backward`` (VJP) or ``jvp`` (JVP) is defined."""
+    func = rec.fun.func if isinstance(rec.fun, TorchOp) else rec.fun
+    if not (isinstance(func, type) and issubclass(func, Function)):
         return None
-    if path is None or path.startswith(_LIBRARIES):
-        return None
-    return path, line
+    return source_site(getattr(func, "backward" if kind == "VJP" else "jvp", None), _LIBRARIES)
