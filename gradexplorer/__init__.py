@@ -81,6 +81,8 @@ _LAZY = {
     "plot_step_sweep": "display",
     "plot_localization": "display",
     "plot_precision": "display",
+    "plot_landscape": "display",
+    "plot_linear_map": "display",
 }
 
 

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 import gradexplorer as gx
 from gradexplorer import gallery
+from gradexplorer.explorer.views import VIEWS
 
 matplotlib.use("Agg")
 
@@ -193,7 +194,7 @@ def test_heatmap_keeps_a_fitting_scale_and_blits():
 
 # ---------------------------------------------------------------- issue 12: as people use it
 
-VIEW_NAMES = ["Jacobian", "Check", "Complex", "Hessian", "Step sweep", "Where"]
+VIEW_NAMES = list(VIEWS)
 
 
 def visit_all(ex):
@@ -417,3 +418,38 @@ def test_a_check_whose_scales_fit_is_sent_as_its_cells_only():
     case = next(c for c in CASES if c.name == "transposed")
     other = gx.check_grads(case.f, *case.args)
     assert not P.update_check(art, other)  # another shape: drawn afresh
+
+
+def test_the_teaching_views_follow_the_point_and_a_click_moves_it(explorer):
+    ex = explorer()
+    ex.gallery_menu.value = "rosenbrock"
+    ex.tabs.selected_index = VIEW_NAMES.index("Landscape")
+    art = ex.artists["Landscape"]
+    np.testing.assert_allclose(art.gradient, gx.grad(ex.f)(*ex.args))
+    ex.gallery_menu.value = "polar"
+    ex.tabs.selected_index = VIEW_NAMES.index("Linear map")
+    lm = ex.artists["Linear map"]
+    J = gx.jacobian(ex.f)(*ex.args)
+    np.testing.assert_allclose(lm.singular_values, np.linalg.svd(J, compute_uv=False))
+    ex.point_sliders[0].value = 1.7
+    assert ex.artists["Linear map"] is lm  # moved in place
+    np.testing.assert_allclose(
+        lm.singular_values, np.linalg.svd(gx.jacobian(ex.f)(*ex.args), compute_uv=False)
+    )
+
+
+def test_a_click_on_the_landscape_moves_the_point(explorer):
+    f = lambda x: (1 - x[0]) ** 2 + 3 * (x[1] - x[0] ** 2) ** 2  # noqa: E731
+    ex = explorer(f, np.array([0.5, 0.5]))
+    ex.tabs.selected_index = VIEW_NAMES.index("Landscape")
+    art = ex.artists["Landscape"]
+    ax = art.artists["point"].axes
+
+    class Click:
+        inaxes, xdata, ydata = ax, 0.8, 0.3
+
+    generation = ex.generation
+    ex._on_click(Click)
+    assert [s.value for s in ex.point_sliders] == pytest.approx([0.8, 0.3], abs=0.05)
+    assert ex.generation == generation + 1  # one refresh for both coordinates
+    np.testing.assert_allclose(ex.artists["Landscape"].gradient, gx.grad(f)(ex.args[0]))

@@ -82,6 +82,7 @@ class ViewDrawing:
             entry,
             wrt,
             input_name=self.input_names[0],
+            single=self._single,
         )
 
     def _heatmaps(self, name: str) -> list:

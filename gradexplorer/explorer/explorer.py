@@ -205,6 +205,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.shape = shape_of(self.system.name, call, output_layout(f(*args)))
         self._notes = {name: not_applicable(name, self.shape) for name in VIEWS}
         self._label_methods(call)
+        self._single = _along(self, self.argnums[0])
 
     def _label_methods(self, call) -> None:
         """Say in the FD menu, before it is chosen, why the complex step cannot apply."""
@@ -291,6 +292,16 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     def _on_click(self, event) -> None:
         if event.inaxes is None or event.xdata is None or self.report is None:
             return
+        art = self.artists.get(self._visible())
+        if getattr(art, "kind", None) == "plane" and len(self.point_sliders) == 2:
+            if event.inaxes is art.artists["point"].axes:  # a click moves the point there
+                self._loading = True  # one refresh, for both coordinates
+                try:
+                    self.point_sliders[0].value = float(event.xdata)
+                finally:
+                    self._loading = False
+                self.point_sliders[1].value = float(event.ydata)
+            return
         m, n = self.report.shape
         col, row = int(round(event.xdata)), int(round(event.ydata))
         if 0 <= row < m and 0 <= col < n:
@@ -371,6 +382,20 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         for w in owned + self.point_sliders + list(self._view_widgets.values()):
             close_tree(w)
         super().close()
+
+
+def _along(explorer: Explorer, slot: int) -> Callable:
+    """f as a function of its one explored input, the others held at the current point
+    (one object per loaded f: the teaching views redraw in place while it is the same)."""
+    f = explorer.f
+
+    def along(x):
+        args = list(getattr(explorer, "args", explorer.base_args))
+        args[slot] = x
+        return f(*args)
+
+    along.__name__ = getattr(f, "__name__", "f")
+    return along
 
 
 def _complex_step_reason(f: Callable, args: tuple, argnums: tuple) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any
 import ipywidgets as W
 import numpy as onp
 
+from .. import display as D
 from ..ad.complex import complex_blocks
 from ..ad.jacobians import hessian
 from ..check.sweep import step_sweep
@@ -22,7 +23,16 @@ __all__ = [
 
 #: The views, always all of them (a view that does not apply says why): a tab set
 #: that never changes keeps its tabs and titles stable when the function changes.
-VIEWS = ("Jacobian", "Check", "Complex", "Hessian", "Step sweep", "Where")
+VIEWS = (
+    "Jacobian",
+    "Check",
+    "Complex",
+    "Hessian",
+    "Step sweep",
+    "Where",
+    "Landscape",
+    "Linear map",
+)
 
 #: Figure size (inches, at 100 dpi) of each view: none wider than 860 px, the output
 #: width of a notebook in a 1280-px window with JupyterLab's file browser open.
@@ -33,6 +43,8 @@ FIGSIZE = {
     "Hessian": (8.6, 6.8),
     "Step sweep": (7.0, 5.0),
     "Where": (8.6, 5.6),
+    "Landscape": (8.6, 5.0),
+    "Linear map": (8.6, 5.4),
 }
 NOTE_SIZE = (8.6, 1.3)
 
@@ -46,6 +58,8 @@ class Shape:
     one_array: bool
     single_output: bool
     out_shape: tuple
+    in_size: int = 0  # real coordinates of the one array input
+    out_size: int = 0  # real coordinates of the output
 
 
 def shape_of(system: str, call, layout) -> Shape:
@@ -55,6 +69,8 @@ def shape_of(system: str, call, layout) -> Shape:
         len(call.specs) == 1 and call.selected[0].tree.is_leaf,
         layout.tree.is_leaf,
         tuple(layout.leaves[0].shape) if layout.tree.is_leaf else (),
+        sum(s.real_size for s in call.specs),
+        sum(s.real_size for s in layout.leaves),
     )
 
 
@@ -82,6 +98,19 @@ def not_applicable(name: str, s: Shape) -> str | None:
             )
         if not s.one_array:
             return "The Hessian view takes f with one array input (choose it with wrt=)."
+    if name == "Landscape" and (
+        s.complex_io or not s.one_array or not s.single_output or s.out_shape != ()
+    ):
+        return (
+            "The Landscape view draws a real scalar f of one array input (R^n -> R): its "
+            "contours, gradient and curvature. Try the gallery's rosenbrock or logsumexp."
+        )
+    if name == "Linear map" and (not s.one_array or s.in_size < 2 or s.out_size < 2):
+        return (
+            "The Linear map view shows how J maps a small circle of inputs: it needs one "
+            "array input and at least two real input and output coordinates (R^2 -> R^2, "
+            "or a complex entry). Try the gallery's polar or a complex example."
+        )
     if name in AUTOGRAD_ONLY and s.system != "autograd":
         return (
             f"The {name} view uses autograd's own operators; for {s.system} functions the "
@@ -145,7 +174,7 @@ def point_from(
 
 
 #: Views that need autograd's own operators (hessian, complex_blocks).
-AUTOGRAD_ONLY = ("Complex", "Hessian")
+AUTOGRAD_ONLY = ("Complex", "Hessian", "Landscape", "Linear map")
 #: The explorer casts the point to its dtype control: check in that precision.
 NATIVE = {"precision": "native"}
 
@@ -171,6 +200,7 @@ def draw_view(
     entry: tuple,
     wrt: Any,
     input_name: str = "x",
+    single: Callable | None = None,
 ):
     """Update view ``name``'s artists in place (or draw it afresh); return the artists."""
     if isinstance(art, tuple) or tuple(fig.get_size_inches()) != FIGSIZE[name]:
@@ -206,6 +236,16 @@ def draw_view(
         if art is None or not P.update_step_sweep(art, sweep):
             fig.clear()
             art = P.draw_step_sweep(sweep, fig.add_subplot())
+    elif name == "Landscape":
+        x = args[argnums[0]]
+        if art is None or not D.update_landscape(art, single, x):
+            fig.clear()
+            art = D.plot_landscape(single, x, fig=fig)
+    elif name == "Linear map":
+        x = args[argnums[0]]
+        if art is None or not D.update_linear_map(art, single, x):
+            fig.clear()
+            art = D.plot_linear_map(single, x, fig=fig)
     elif name == "Where":  # the graph's shape can change with the point: drawn afresh
         from ..display.graph import plot_localization
         from ..locate.localize import locate
