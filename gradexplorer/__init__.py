@@ -65,7 +65,7 @@ from .errors import (
     NullTypeGradError,
 )
 from .fd import FDResult, complex_step_applicability, default_step, numeric_jacobian
-from .locate import Localization, locate
+from .locate import ADSweeps, Localization, ad_sweeps, locate
 
 __version__ = "0.1.0"
 
@@ -83,6 +83,7 @@ _LAZY = {
     "plot_precision": "display",
     "plot_landscape": "display",
     "plot_linear_map": "display",
+    "plot_ad_sweep": "display",
 }
 
 
@@ -105,6 +106,7 @@ __all__ = [
     "complex_step_applicability",
     "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing", "locate", "Localization",
+    "ad_sweeps", "ADSweeps",
     "GradExplorerError", "GradientError", "DisconnectedInputError",
     "DisconnectedInputWarning", "NullTypeGradError", "GradUndefinedError",
     "JacobianTooLargeError", "NonFiniteWarning", "NotDeterministicError",

@@ -453,3 +453,33 @@ def test_a_click_on_the_landscape_moves_the_point(explorer):
     assert [s.value for s in ex.point_sliders] == pytest.approx([0.8, 0.3], abs=0.05)
     assert ex.generation == generation + 1  # one refresh for both coordinates
     np.testing.assert_allclose(ex.artists["Landscape"].gradient, gx.grad(f)(ex.args[0]))
+
+
+def test_the_graph_view_steps_through_the_sweeps_of_the_selected_entry(explorer):
+    f = lambda x: anp.sin(x[0]) * x[1] + x[0] ** 2  # noqa: E731
+    ex = explorer(f, np.array([0.5, 2.0]))
+    ex.tabs.selected_index = VIEW_NAMES.index("Graph")
+    assert ex.sweep_box.layout.display == "flex"
+    art = ex.artists["Graph"]
+    last = len(art.sweeps.forward) - 1
+    assert ex.sweep_step.max == last
+    highlighted = []
+    for k in range(last + 1):
+        ex.sweep_step.value = k
+        assert ex.artists["Graph"] is art  # the same artists, moved
+        highlighted.append(art.highlighted)
+    assert len(set(highlighted)) == last + 1  # a new node at every step
+    np.testing.assert_allclose(art.sweeps.tangent, gx.jacobian(f)(ex.args[0])[0])
+    ex.sweep_mode.value = "reverse"
+    ex.col.value = 1  # the forward seed follows the selected input
+    np.testing.assert_allclose(ex.artists["Graph"].sweeps.adjoint, gx.grad(f)(ex.args[0]))
+    ex.tabs.selected_index = 0
+    assert ex.sweep_box.layout.display == "none"
+
+
+def test_the_graph_view_says_why_for_a_big_function(explorer):
+    A = np.random.default_rng(0).standard_normal((64, 64))
+    ex = explorer(lambda x: anp.tanh(A @ x), np.ones(64))
+    ex.tabs.selected_index = VIEW_NAMES.index("Graph")
+    words = " ".join(t.get_text() for t in texts_of(ex.figures["Graph"]))
+    assert "small functions only" in words and ex.error.value == ""

@@ -110,8 +110,8 @@ class Computing:
         x = onp.concatenate([onp.ravel(onp.asarray(a, dtype=complex).real) for a in self._leaves()])
         h = float(onp.median(default_step(x, self.method.value))) if x.size else 0.0
         self.step_note.value = (
-            f'<span style="color:#555" title="median of the per-coordinate steps">'
-            f"auto: h ≈ {h:.2g}</span>"
+            '<span style="color:#555;white-space:nowrap" '
+            f'title="median of the per-coordinate steps">auto: h ≈ {h:.2g}</span>'
         )
 
     def _leaves(self) -> list:

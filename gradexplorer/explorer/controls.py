@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import ipywidgets as W
@@ -85,4 +86,26 @@ def make_controls(
         tooltip="show the 17 x 17 cells around the selected entry",
         style=wide,
     )
+    w.sweep_mode = W.ToggleButtons(
+        options=["forward", "reverse"],
+        description="AD sweep",
+        tooltips=["tangents flow from input x[col]", "adjoints flow back from output y[row]"],
+        style={"description_width": "initial", "button_width": "80px"},
+    )
+    w.sweep_step = W.IntSlider(
+        value=0, min=0, max=0, description="step", tooltip="one operation of the sweep a step"
+    )
+    w.sweep_box = W.HBox([w.sweep_mode, w.sweep_step], layout=W.Layout(display="none"))
     return vars(w)
+
+
+def complex_step_reason(f: Callable, args: tuple, argnums: tuple) -> str | None:
+    """Why the complex step cannot check f here (None: it can)."""
+    try:
+        from ..fd import complex_step_applicability
+    except ImportError:  # not available: let the check itself say
+        return None
+    try:
+        return complex_step_applicability(f, *args, wrt=argnums if len(argnums) > 1 else argnums[0])
+    except Exception as exc:  # the check will report it properly
+        return f"{type(exc).__name__}"

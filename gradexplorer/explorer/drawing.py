@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..display import plots as P
 from ..display.selection import zoom_heatmap
-from .views import VIEWS, draw_note, draw_view
+from .views import SELF_PLACED, VIEWS, draw_note, draw_view
 from .worker import Cancelled
 
 __all__ = ["ViewDrawing"]
@@ -34,6 +34,9 @@ class ViewDrawing:
             self._show_error(exc, f"while drawing the {name} view")
             return
         self._dirty.discard(name)
+        sweeps = getattr(self.artists.get(name), "sweeps", None)
+        if sweeps is not None:  # the step slider spans this sweep
+            self.sweep_step.max = len(sweeps.steps(self.sweep_mode.value)) - 1
         self._push(name, self.artists.get(name), fresh)
 
     def _push(self, name: str, art, fresh: bool) -> None:
@@ -61,7 +64,7 @@ class ViewDrawing:
         self._draw_view(name)
         fresh = self.artists[name] is not before
         if fresh:  # drawn afresh: lay out once, then keep it
-            if name != "Where":  # the graph places its own axes
+            if name not in SELF_PLACED:
                 P.freeze_layout(self.figures[name])
         self._mark_selection(name)
         return fresh
@@ -83,6 +86,7 @@ class ViewDrawing:
             wrt,
             input_name=self.input_names[0],
             single=self._single,
+            sweep=(self.sweep_mode.value, self.sweep_step.value),
         )
 
     def _heatmaps(self, name: str) -> list:

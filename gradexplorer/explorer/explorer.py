@@ -22,7 +22,7 @@ from ..core.calls import bind_call
 from ..core.outputs import output_layout
 from ..fd.steps import METHODS
 from .computing import Computing
-from .controls import close_tree, make_controls
+from .controls import close_tree, complex_step_reason, make_controls
 from .drawing import ViewDrawing
 from .figures import close_figure, ipympl_active, new_figure
 from .html import (
@@ -36,6 +36,7 @@ from .html import (
 from .views import (
     FIGSIZE,
     VIEWS,
+    along,
     not_applicable,
     point_from,
     point_sliders,
@@ -135,6 +136,8 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.row.observe(self._on_entry, "value")
         self.col.observe(self._on_entry, "value")
         self.zoom.observe(self._on_entry, "value")
+        self.sweep_mode.observe(self._on_sweep, "value")
+        self.sweep_step.observe(self._on_sweep, "value")
         self.tabs.observe(self._on_tab, "selected_index")
         self.gallery_menu.observe(self._on_gallery, "value")
         self._install_views()
@@ -145,6 +148,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
                 W.HBox([self.method, self.dtype]),
                 W.HBox([self.auto_step, self.step, self.step_note, self.rtol]),
                 W.HBox([self.block, self.row, self.col, self.zoom]),
+                self.sweep_box,
             ]
         )
         self.children = [
@@ -205,11 +209,11 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.shape = shape_of(self.system.name, call, output_layout(f(*args)))
         self._notes = {name: not_applicable(name, self.shape) for name in VIEWS}
         self._label_methods(call)
-        self._single = _along(self, self.argnums[0])
+        self._single = along(self, self.argnums[0])
 
     def _label_methods(self, call) -> None:
         """Say in the FD menu, before it is chosen, why the complex step cannot apply."""
-        reason = _complex_step_reason(self.f, self.base_args, self.argnums)
+        reason = complex_step_reason(self.f, self.base_args, self.argnums)
         options = [
             (f"complex_step (n/a: {reason})" if m == "complex_step" and reason else m, m)
             for m in METHODS
@@ -277,13 +281,19 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     def _on_entry(self, change=None) -> None:
         with self._lock:
             self._show_entry()
-            self._dirty.add("Step sweep")
+            self._dirty.update(("Step sweep", "Graph"))  # they follow the selected entry
             self._mark_selection()
             zoomed = change is not None and change.get("owner") is self.zoom
             self._redraw_visible(selection_moved=True, limits_changed=zoomed)
 
     def _on_tab(self, change=None) -> None:
+        self.sweep_box.layout.display = "flex" if self._visible() == "Graph" else "none"
         with self._lock:
+            self._redraw_visible()
+
+    def _on_sweep(self, change=None) -> None:
+        with self._lock:
+            self._dirty.add("Graph")
             self._redraw_visible()
 
     def _on_gallery(self, change) -> None:
@@ -382,29 +392,3 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         for w in owned + self.point_sliders + list(self._view_widgets.values()):
             close_tree(w)
         super().close()
-
-
-def _along(explorer: Explorer, slot: int) -> Callable:
-    """f as a function of its one explored input, the others held at the current point
-    (one object per loaded f: the teaching views redraw in place while it is the same)."""
-    f = explorer.f
-
-    def along(x):
-        args = list(getattr(explorer, "args", explorer.base_args))
-        args[slot] = x
-        return f(*args)
-
-    along.__name__ = getattr(f, "__name__", "f")
-    return along
-
-
-def _complex_step_reason(f: Callable, args: tuple, argnums: tuple) -> str | None:
-    """Why the complex step cannot check f here (None: it can)."""
-    try:
-        from ..fd import complex_step_applicability
-    except ImportError:  # not available: let the check itself say
-        return None
-    try:
-        return complex_step_applicability(f, *args, wrt=argnums if len(argnums) > 1 else argnums[0])
-    except Exception as exc:  # the check will report it properly
-        return f"{type(exc).__name__}"

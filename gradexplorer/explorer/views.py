@@ -15,6 +15,8 @@ from ..ad.complex import complex_blocks
 from ..ad.jacobians import hessian
 from ..check.sweep import step_sweep
 from ..display import plots as P
+from ..errors import GradExplorerError
+from ..locate.sweeps import ad_sweeps
 
 __all__ = [
     "draw_view", "draw_note", "point_sliders", "point_from", "not_applicable", "shape_of",
@@ -30,6 +32,7 @@ VIEWS = (
     "Hessian",
     "Step sweep",
     "Where",
+    "Graph",
     "Landscape",
     "Linear map",
 )
@@ -43,6 +46,7 @@ FIGSIZE = {
     "Hessian": (8.6, 6.8),
     "Step sweep": (7.0, 5.0),
     "Where": (8.6, 5.6),
+    "Graph": (8.6, 5.0),
     "Landscape": (8.6, 5.0),
     "Linear map": (8.6, 5.4),
 }
@@ -98,6 +102,11 @@ def not_applicable(name: str, s: Shape) -> str | None:
             )
         if not s.one_array:
             return "The Hessian view takes f with one array input (choose it with wrt=)."
+    if name == "Graph" and (s.complex_io or not s.single_output):
+        return (
+            "The Graph view steps through the sweeps of a real function with one array "
+            "output (complex values have two tangents a node); try the gallery's sin or l2_norm."
+        )
     if name == "Landscape" and (
         s.complex_io or not s.one_array or not s.single_output or s.out_shape != ()
     ):
@@ -175,6 +184,8 @@ def point_from(
 
 #: Views that need autograd's own operators (hessian, complex_blocks).
 AUTOGRAD_ONLY = ("Complex", "Hessian", "Landscape", "Linear map")
+#: Views whose plot functions place their axes in inches (no layout engine to freeze).
+SELF_PLACED = ("Where", "Graph")
 #: The explorer casts the point to its dtype control: check in that precision.
 NATIVE = {"precision": "native"}
 
@@ -201,10 +212,11 @@ def draw_view(
     wrt: Any,
     input_name: str = "x",
     single: Callable | None = None,
+    sweep: tuple = ("forward", 0),
 ):
     """Update view ``name``'s artists in place (or draw it afresh); return the artists."""
-    if isinstance(art, tuple) or tuple(fig.get_size_inches()) != FIGSIZE[name]:
-        art = None  # it was a note (or another f's view): the view's own size comes back
+    if isinstance(art, tuple) or tuple(fig.get_size_inches()) == NOTE_SIZE:
+        art = None  # it was a note (perhaps another f's): the view's own size comes back
         fig.clear()
         fig.set_size_inches(*FIGSIZE[name])
     if name == "Jacobian":
@@ -236,6 +248,16 @@ def draw_view(
         if art is None or not P.update_step_sweep(art, sweep):
             fig.clear()
             art = P.draw_step_sweep(sweep, fig.add_subplot())
+    elif name == "Graph":
+        try:
+            sweeps = ad_sweeps(f, *args, wrt=argnums[0], seed=entry[1], cotangent=entry[0])
+        except (ValueError, TypeError, GradExplorerError) as exc:  # too big, several outputs
+            return draw_note(fig, f"The Graph view steps through small functions only. {exc}")
+        mode, step = sweep
+        step = min(step, len(sweeps.steps(mode)) - 1)
+        if art is None or not D.update_ad_sweep(art, sweeps, mode, step):
+            art = D.plot_ad_sweep(sweeps, mode=mode, step=step, fig=fig)
+        art.sweeps = sweeps
     elif name == "Landscape":
         x = args[argnums[0]]
         if art is None or not D.update_landscape(art, single, x):
@@ -253,3 +275,17 @@ def draw_view(
         art = locate(f, *args, wrt=argnums, **NATIVE)
         plot_localization(art, fig)
     return art
+
+
+def along(explorer: Any, slot: int) -> Callable:
+    """f as a function of its one explored input, the others held at the current point
+    (one object per loaded f: the teaching views redraw in place while it is the same)."""
+    f = explorer.f
+
+    def along(x):
+        args = list(getattr(explorer, "args", explorer.base_args))
+        args[slot] = x
+        return f(*args)
+
+    along.__name__ = getattr(f, "__name__", "f")
+    return along

@@ -1,5 +1,10 @@
-"""Where is the bug: trace f, check each operation in context, name the culprit."""
+"""Where is the bug: trace f, check each operation in context, name the culprit.
+
+Also the traced graph of a small f swept by forward and reverse mode, step by
+step (``ad_sweeps``, for teaching).
+"""
 
 from .localize import Localization, OpNode, locate
+from .sweeps import ADSweeps, ad_sweeps
 
-__all__ = ["locate", "Localization", "OpNode"]
+__all__ = ["locate", "Localization", "OpNode", "ad_sweeps", "ADSweeps"]
