@@ -127,3 +127,21 @@ def test_overflowing_steps_are_unresolvable_never_wrong():
     r = gx.check_grads(lambda x: anp.exp(x), np.array([709.5, 1.0]))
     assert not r.mismatches, str(r)
     assert r.passed
+
+
+@pytest.mark.parametrize(
+    "operator",
+    [
+        lambda f, x: gx.jacobian(f)(x),
+        lambda f, x: gx.real_jacobian(f)(x),
+        lambda f, x: gx.jacobian(f, mode="fwd")(x),
+        lambda f, x: gx.check_grads(f, x),
+    ],
+    ids=["jacobian", "real_jacobian", "forward", "check_grads"],
+)
+def test_an_output_packed_by_plain_numpy_is_refused_not_zero(operator):
+    import numpy
+
+    f = lambda x: numpy.array([x[0] ** 2, x[1]])  # noqa: E731 - plain numpy cuts the trace
+    with pytest.raises(gx.GradExplorerError, match="anp.array"):
+        operator(f, numpy.array([1.0, 2.0]))

@@ -58,6 +58,15 @@ notrace_primitives[NamedVJPNode] = notrace_primitives[VJPNode]
 def _end(out: Any, trace_id: int):
     if isbox(out) and out._trace == trace_id:
         return out._value, out._node
+    if isinstance(out, onp.ndarray) and out.dtype == object and any(map(isbox, out.flat)):
+        # plain numpy packed traced values into an object array: the derivative is cut
+        # here, and autograd would report zeros without a word
+        raise GradExplorerError(
+            "f's output is a numpy object array holding autograd's traced values: it was "
+            "built with plain numpy (np.array([...]) or np.stack of traced values), which "
+            "cuts the derivative (autograd would silently return zeros). Build it with "
+            "autograd.numpy instead: anp.array([...]), anp.stack, anp.concatenate."
+        )
     return out, None
 
 
