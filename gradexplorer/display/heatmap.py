@@ -132,6 +132,7 @@ class Heatmap:
     shape: tuple = (0, 0)
     symlog: bool = False
     selection: Any = None  # the outline of the selected entry
+    crosshair: Any = None  # lines pointing at it on a large map
     rescaled: bool = True  # did the last update change the colour scale or the caption?
 
 
@@ -357,8 +358,9 @@ def blit_heatmap(h: Heatmap, send: bool = True) -> None:
     h.ax.draw_artist(h.image)
     for t in h.texts:
         h.ax.draw_artist(t)
-    if h.selection is not None:
-        h.ax.draw_artist(h.selection)
+    for mark in (h.selection, h.crosshair):
+        if mark is not None and mark.get_visible():
+            h.ax.draw_artist(mark)
     if not send:
         return
     h.ax.figure.canvas.blit(h.ax.bbox)

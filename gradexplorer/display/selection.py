@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as onp  # noqa: F401 - the doctest's namespace
+import numpy as onp
 
 from .heatmap import SELECTION_COLOR, Heatmap, plot_jacobian  # noqa: F401
 
@@ -27,8 +27,20 @@ def mark_selection(h: Heatmap, row: int, col: int) -> Any:
         )
     else:
         h.selection.set_xy(xy)
-    # a cell of a large map is a pixel or two: keep the outline visible at any size
-    h.selection.set_linewidth(2.5 if max(h.shape) <= 64 else 3.5)
+    # a cell of a large map is a pixel or two: keep the outline visible at any size, and
+    # point at it with a crosshair that stops short of the cell
+    large = max(h.shape) > 32
+    h.selection.set_linewidth(3.5 if large else 2.5)
+    m, n = h.shape
+    gap = max(m, n) / 40
+    xs = [-0.5, col - gap, onp.nan, col + gap, n - 0.5, onp.nan, col, col, onp.nan, col, col]
+    ys = [row, row, onp.nan, row, row, onp.nan, -0.5, row - gap, onp.nan, row + gap, m - 0.5]
+    if h.crosshair is None or h.crosshair.axes is None:
+        (h.crosshair,) = h.ax.plot(
+            xs, ys, color=SELECTION_COLOR, lw=1.0, alpha=0.8, zorder=5, scalex=False, scaley=False
+        )
+    h.crosshair.set_data(xs, ys)
+    h.crosshair.set_visible(large)
     return h.selection
 
 

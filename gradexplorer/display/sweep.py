@@ -92,7 +92,8 @@ def _sweep_decorations(lines: dict, sweep: Any, ax: Any) -> None:
     ax.relim(visible_only=True)
     ax.autoscale_view()
     shown = [h for h in ax.get_lines() if h.get_visible() and not h.get_label().startswith("_")]
-    ax.legend(handles=shown, fontsize=8, loc="best")
+    # below the axes: inside, it covered the curves it names
+    ax.legend(handles=shown, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3)
 
 
 def update_step_sweep(lines: dict, sweep: Any) -> bool:

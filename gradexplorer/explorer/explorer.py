@@ -148,7 +148,6 @@ class Explorer(Computing, ViewDrawing, W.VBox):
                 W.HBox([self.method, self.dtype]),
                 W.HBox([self.auto_step, self.step, self.step_note, self.rtol]),
                 W.HBox([self.block, self.row, self.col, self.zoom]),
-                self.sweep_box,
             ]
         )
         self.children = [
@@ -157,6 +156,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             self.error,
             W.HBox([self.badge, self.status]),
             self.tabs,
+            self.sweep_box,  # below the tabs: showing it never moves the tab bar
             self.entry_info,
             self.worst,
         ]

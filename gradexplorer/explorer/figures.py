@@ -44,6 +44,10 @@ def new_figure(size: tuple, live: bool, lock: Any = None) -> Figure:
 
         canvas = Canvas(fig)
         FigureManager(canvas, 0)
+        # the canvas's size, known from the start: left at (0, 0) the page would learn it
+        # in a round trip queued behind every other output, and cells would grow seconds
+        # after they were shown (clicks on a tab bar then land where it was)
+        canvas._size = (int(round(fig.bbox.width)), int(round(fig.bbox.height)))
         canvas.toolbar_visible = False
         canvas.header_visible = False
         canvas.footer_visible = False

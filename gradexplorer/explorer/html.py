@@ -22,6 +22,7 @@ STYLE = """<style>
 .gx-table th:first-child, .gx-table td:first-child,
 .gx-table th:last-child, .gx-table td:last-child { text-align: left; }
 .gx-table tr:nth-child(even) { background: #f4f4f4; }
+.gx-explorer canvas:focus { outline: none; }
 </style>"""
 
 

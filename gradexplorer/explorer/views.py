@@ -41,7 +41,7 @@ VIEWS = (
 #: width of a notebook in a 1280-px window with JupyterLab's file browser open.
 FIGSIZE = {
     "Jacobian": (7.0, 5.2),
-    "Check": (8.6, 7.2),
+    "Check": (8.6, 6.6),
     "Complex": (8.6, 6.4),
     "Hessian": (8.6, 6.8),
     "Step sweep": (7.0, 5.0),

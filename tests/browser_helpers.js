@@ -1,0 +1,294 @@
+// In-page helpers for tests/test_browser.py, installed with page.add_init_script
+// (so they survive reloads). Everything lives on window.__gxt.
+//
+// An explorer is the element with class `gx-explorer` (the explorer's contract); until
+// that lands, the output area holding a widget tab bar stands in for it.
+(() => {
+  if (window.__gxt) return;
+  const T = {};
+  window.__gxt = T;
+
+  const round = (v) => Math.round(v * 10) / 10;
+  const rect = (e) => {
+    const b = e.getBoundingClientRect();
+    return { left: round(b.left), top: round(b.top), right: round(b.right), bottom: round(b.bottom),
+             width: round(b.width), height: round(b.height) };
+  };
+  T.rect = rect;
+  const describe = (e) => {
+    if (!e) return 'nothing (outside the window)';
+    const cls = typeof e.className === 'string' ? e.className : '';
+    const text = (e.textContent || '').trim().slice(0, 40);
+    return `<${e.tagName.toLowerCase()} class="${cls.slice(0, 120)}">` + (text ? ` "${text}"` : '');
+  };
+  T.describe = describe;
+
+  // ------------------------------------------------------------------ notebook & kernel
+  T.panel = () => {
+    const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    return w && w.content && w.sessionContext ? w : null;
+  };
+  T.panelNode = () => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  T.scroller = () => {
+    const p = T.panelNode();
+    return p && (p.querySelector('.jp-WindowedPanel-outer') || p.querySelector('.jp-Notebook'));
+  };
+  T.kernel = () => {
+    const p = T.panel();
+    return p && p.sessionContext.session ? p.sessionContext.session.kernel : null;
+  };
+  T.kernelIdle = () => {
+    const k = T.kernel();
+    return Boolean(k && k.status === 'idle' && k.connectionStatus === 'connected');
+  };
+  // every kernel message (sent or received) stamps lastMsg: "quiet" is the fallback
+  // for the explorer's status element until it exists
+  T.lastMsg = performance.now();
+  T.hookedKernel = null;
+  T.hookKernel = () => {
+    const k = T.kernel();
+    if (!k || T.hookedKernel === k) return Boolean(k);
+    k.anyMessage.connect(() => { T.lastMsg = performance.now(); });
+    T.hookedKernel = k;
+    return true;
+  };
+  T.kernelQuiet = (ms) => T.kernelIdle() && performance.now() - T.lastMsg > ms;
+
+  T.runAll = () => {
+    T.run = { done: false };
+    const started = performance.now();
+    window.jupyterapp.commands.execute('notebook:run-all-cells').then(
+      (ok) => { T.run = { done: true, ok, ms: performance.now() - started, at: performance.now() }; },
+      (err) => { T.run = { done: true, ok: false, error: String(err), at: performance.now() }; });
+  };
+  T.codeCells = () => {
+    const p = T.panel();
+    return p ? p.content.widgets.filter((c) => c.model.type === 'code') : [];
+  };
+  T.unexecuted = () => T.codeCells()
+    .map((c, i) => [i, c.model.executionCount])
+    .filter(([, n]) => n === null || n === undefined).map(([i]) => i);
+
+  // ------------------------------------------------------------------ explorers
+  T.explorers = () => {
+    const p = T.panelNode();
+    if (!p) return [];
+    const real = [...p.querySelectorAll('.gx-explorer')];
+    if (real.length) return real;
+    return [...p.querySelectorAll('.jp-OutputArea-output')].filter((o) => o.querySelector('.lm-TabBar'));
+  };
+  T.explorer = (k) => {
+    const e = T.explorers()[k];
+    if (!e) throw new Error(`explorer ${k} not found (${T.explorers().length} on the page)`);
+    return e;
+  };
+  T.output = (root) => root.closest('.jp-OutputArea-output') || root;
+  T.tabBar = (root) => root.querySelector('.lm-TabBar');
+  T.tabs = (root) => [...T.tabBar(root).querySelectorAll('.lm-TabBar-tab')];
+  T.tabTitles = (k) => T.tabs(T.explorer(k)).map((t) => t.textContent.trim());
+  T.currentTab = (k) => {
+    const t = T.tabs(T.explorer(k)).find((t) => t.classList.contains('lm-mod-current'));
+    return t ? t.textContent.trim() : null;
+  };
+  T.status = (root) => {
+    const s = root.querySelector('.gx-status [data-state]');
+    return s ? { state: s.getAttribute('data-state'), generation: Number(s.getAttribute('data-generation')) } : null;
+  };
+  T.statusOf = (k) => T.status(T.explorer(k));
+  T.text = (root, sel) => { const e = root.querySelector(sel); return e ? e.textContent.trim() : null; };
+  T.visibleText = (root, sel) => {
+    const e = root.querySelector(sel);
+    return e && e.offsetParent !== null && e.innerText.trim() ? e.innerText.trim() : '';
+  };
+
+  // The view shown by the explorer's Tab: its figure's main canvas (ipympl) or its img.
+  T.stacked = (root) => {
+    const bar = T.tabBar(root);
+    const isPanel = (n) => n.classList.contains('widget-tab-contents') || n.classList.contains('lm-StackedPanel');
+    return [...bar.parentElement.children].find(isPanel) || null;
+  };
+  T.viewElement = (root) => {
+    const st = T.stacked(root);
+    if (!st) return null;
+    const page = [...st.children].find((c) => !c.classList.contains('lm-mod-hidden'));
+    if (!page) return null;
+    return page.querySelector('.jupyter-matplotlib-canvas-div canvas') || page.querySelector('img') ||
+      page.querySelector('canvas');
+  };
+
+  // ------------------------------------------------------------------ pixels
+  const scratch = document.createElement('canvas');
+  T.pixels = (el) => {
+    if (!el) return null;
+    let w, h, ctx;
+    if (el.tagName === 'CANVAS') {
+      w = el.width; h = el.height;
+      if (!w || !h) return { w, h, data: null };
+      ctx = el.getContext('2d');
+    } else {  // img: draw it into a scratch canvas
+      w = el.naturalWidth; h = el.naturalHeight;
+      if (!w || !h || !el.complete) return { w, h, data: null };
+      scratch.width = w; scratch.height = h;
+      ctx = scratch.getContext('2d');
+      ctx.drawImage(el, 0, 0);
+    }
+    return { w, h, data: new Uint32Array(ctx.getImageData(0, 0, w, h).data.buffer) };
+  };
+  // blank: no size, or every pixel the same colour (alpha included)
+  T.blank = (el) => {
+    const p = T.pixels(el);
+    if (!p || !p.data) return true;
+    const d = p.data, first = d[0];
+    for (let i = 1; i < d.length; i++) if (d[i] !== first) return false;
+    return true;
+  };
+  // pure magenta #ff00ff (little-endian RGBA in a Uint32: 0xAABBGGRR), with a small
+  // tolerance for anti-aliased edges; returns the count and the centroid
+  T.magenta = (el) => {
+    const p = T.pixels(el);
+    if (!p || !p.data) return { count: 0 };
+    let count = 0, sx = 0, sy = 0;
+    const d = p.data;
+    for (let i = 0; i < d.length; i++) {
+      const v = d[i], r = v & 255, g = (v >>> 8) & 255, b = (v >>> 16) & 255, a = v >>> 24;
+      if (a > 200 && r > 235 && b > 235 && g < 30) { count++; sx += i % p.w; sy += Math.floor(i / p.w); }
+    }
+    return count ? { count, x: sx / count, y: sy / count } : { count };
+  };
+  const fnv = (h, d) => {
+    for (let i = 0; i < d.length; i++) { h ^= d[i]; h = Math.imul(h, 16777619); }
+    return h >>> 0;
+  };
+  T.hashCanvases = (root) => {
+    let h = 2166136261;
+    for (const c of root.querySelectorAll('canvas')) {
+      h = fnv(h, [c.width, c.height]);
+      if (c.width && c.height) h = fnv(h, new Uint32Array(c.getContext('2d').getImageData(0, 0, c.width, c.height).data.buffer));
+    }
+    for (const im of root.querySelectorAll('img')) h = fnv(h, [...(im.currentSrc || im.src || '')].map((ch) => ch.charCodeAt(0)));
+    return h;
+  };
+
+  // ------------------------------------------------------------------ geometry
+  // The right edge a user can see: the output area, clipped by the notebook's scroller.
+  T.bounds = (root) => {
+    const out = rect(T.output(root));
+    const sc = T.scroller();
+    const scr = sc ? sc.getBoundingClientRect() : null;
+    const right = scr ? Math.min(out.right, scr.left + sc.clientWidth) : out.right;
+    return { left: out.left, right };
+  };
+  T.viewGeometry = (k) => {
+    const root = T.explorer(k);
+    const el = T.viewElement(root);
+    const b = T.bounds(root);
+    return {
+      bounds: b,
+      view: el ? rect(el) : null,
+      viewTag: el ? el.tagName : null,
+      explorer: rect(root),
+      overflow: root.scrollWidth - root.clientWidth,
+    };
+  };
+  // one key for "what the explorer looks like now": its box, its tab bar's place, the
+  // view's box and its pixels; used to wait until it stops changing
+  T.layoutKey = (root) => {
+    const el = T.viewElement(root);
+    const bar = T.tabBar(root);
+    const sc = T.scroller();
+    const parts = [JSON.stringify(rect(root)), JSON.stringify(rect(bar)), sc ? sc.scrollTop : 0];
+    if (el) {
+      parts.push(JSON.stringify(rect(el)));
+      const p = T.pixels(el);
+      parts.push(p && p.data ? fnv(2166136261, p.data) : 'empty');
+    }
+    return parts.join('|');
+  };
+  T.stable = {};
+  // call once per animation frame (wait_for_function polls on rAF): true after n frames
+  // in a row with the same key
+  T.stableFor = (k, n, extra) => {
+    const root = T.explorer(k);
+    const key = T.layoutKey(root) + '|' + (extra || '');
+    const s = T.stable[k] || (T.stable[k] = { key: null, frames: 0 });
+    if (s.key === key) s.frames++; else { s.key = key; s.frames = 0; }
+    return s.frames >= n;
+  };
+  T.resetStable = (k) => { delete T.stable[k]; };
+
+  // What is at the middle of a tab, right now.
+  T.tabHit = (k, title) => {
+    const t = T.tabs(T.explorer(k)).find((t) => t.textContent.trim() === title);
+    if (!t) return null;
+    const b = t.getBoundingClientRect();
+    const x = b.left + b.width / 2, y = b.top + b.height / 2;
+    const hit = document.elementFromPoint(x, y);
+    const sc = T.scroller();
+    return { x, y, rect: rect(t), docTop: round(b.top + (sc ? sc.scrollTop : 0)),
+             onTab: Boolean(hit && t.contains(hit)), hit: describe(hit),
+             inWindow: y > 0 && y < window.innerHeight && x > 0 && x < window.innerWidth };
+  };
+  // the last pointerdown anywhere: where and on what
+  T.lastDown = null;
+  document.addEventListener('pointerdown', (e) => {
+    T.lastDown = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
+  }, true);
+
+  // ------------------------------------------------------------------ layout-shift audit
+  // Per frame, each explorer's tab bar in document coordinates (scroll removed): when
+  // did one last move, and by how much.
+  T.audit = null;
+  T.startAudit = () => {
+    const a = { t0: performance.now(), last: null, moves: 0, maxJump: 0, prev: null, stop: false, log: [] };
+    T.audit = a;
+    const frame = () => {
+      if (a.stop) return;
+      const sc = T.scroller();
+      const st = sc ? sc.scrollTop : 0;
+      const ys = T.explorers().map((r) => Math.round(T.tabBar(r).getBoundingClientRect().top + st));
+      if (a.prev && ys.length === a.prev.length) {
+        ys.forEach((y, i) => {
+          const jump = Math.abs(y - a.prev[i]);
+          if (jump > 1) {
+            a.moves++; a.last = performance.now(); a.maxJump = Math.max(a.maxJump, jump);
+            if (a.log.length < 40) a.log.push([Math.round(a.last - a.t0), i, a.prev[i], y]);
+          }
+        });
+      }
+      a.prev = ys;
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  };
+
+  // ------------------------------------------------------------------ latency
+  // From the keydown on the focused slider to the last change of any canvas of the
+  // explorer, hashed every animation frame.
+  T.lat = null;
+  T.startLatency = (k) => {
+    if (T.lat) T.lat.stop = true;
+    const root = T.explorer(k);
+    const L = { tKey: null, lastChange: null, changes: 0, stableFrames: 0, frames: 0, stop: false,
+                status0: T.status(root), hashMs: 0 };
+    T.lat = L;
+    const onKey = (e) => { if (L.tKey === null) L.tKey = e.timeStamp; };
+    document.addEventListener('keydown', onKey, true);
+    let prev = T.hashCanvases(root);
+    const frame = () => {
+      if (L.stop) { document.removeEventListener('keydown', onKey, true); return; }
+      const t0 = performance.now();
+      const h = T.hashCanvases(root);
+      L.hashMs = Math.max(L.hashMs, performance.now() - t0);
+      if (h !== prev) {
+        prev = h;
+        if (L.tKey !== null) { L.lastChange = performance.now(); L.changes++; }
+        L.stableFrames = 0;
+      } else {
+        L.stableFrames++;
+      }
+      L.frames++;
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  };
+})();
