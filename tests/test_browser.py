@@ -109,6 +109,7 @@ def _tour(s: Session, latency: dict, timings: dict) -> None:
         s.check_all_views(k, where, f"tour_{k}")
     _verdict(s, 1, "FAILED", "tour/buggy")
     _click_a_cell(s, 0, "tour/explorer")
+    _step_the_graph(s, 0, "tour/explorer")
     for view in ("Jacobian", "Check"):
         with s.step(f"latency of the 3x3 explorer's {view} view"):
             s.select_tab(0, view, "tour/explorer")
@@ -148,6 +149,24 @@ def _click_a_cell(s: Session, k: int, where: str) -> None:
         )
         s.settle(k)  # a new selection redraws without a new generation
     s.shot(f"{where.replace('/', '_')}_clicked_cell")
+
+
+def _step_the_graph(s: Session, k: int, where: str) -> None:
+    """A teaching view driven as a student would: the Graph tab's sweep one step on."""
+    with s.step(f"{where}: step the Graph view's sweep"):
+        s.select_tab(k, "Graph", where)
+        s.settle(k)
+        before = s.js("(k) => __gxt.hashCanvases(__gxt.explorer(k))", k)
+        s.press_slider(k, "AD step", "ArrowRight")  # one operation on
+        s.wait(
+            "([k, before]) => __gxt.hashCanvases(__gxt.explorer(k)) !== before",
+            [k, before],
+            timeout=60,
+            what="the Graph view to show the next step",
+        )
+        s.settle(k)
+    s.shot(f"{where.replace('/', '_')}_graph_stepped")
+    s.select_tab(k, "Jacobian", where)
 
 
 # ---------------------------------------------------------------------- the examples

@@ -93,7 +93,7 @@ def make_controls(
         style={"description_width": "initial", "button_width": "80px"},
     )
     w.sweep_step = W.IntSlider(
-        value=0, min=0, max=0, description="step", tooltip="one operation of the sweep a step"
+        value=0, min=0, max=0, description="AD step", tooltip="one operation of the sweep a step"
     )
     w.sweep_box = W.HBox([w.sweep_mode, w.sweep_step], layout=W.Layout(display="none"))
     return vars(w)
