@@ -38,6 +38,7 @@ from browser_util import (
 
 TOUR = ROOT / "notebooks" / "00_tour.ipynb"
 EXAMPLES = ROOT / "tests" / "notebooks" / "browser_examples.ipynb"
+COURSE = ROOT / "notebooks" / "01_autodiff_basics.ipynb"
 # explorers of browser_examples.ipynb, in notebook order
 BUGGY, COMPLEX, BIG, RAISES, GALLERY = range(5)
 NAMES = ["buggy", "complex", "big", "raises", "gallery"]
@@ -58,7 +59,7 @@ def test_a_users_session_in_jupyterlab(tmp_path):
     latency: dict[str, list] = {}
     timings: dict[str, float] = {}
     start = time.monotonic()
-    with jupyterlab(tmp_path, [TOUR, EXAMPLES]) as url, sync_playwright() as p:
+    with jupyterlab(tmp_path, [TOUR, EXAMPLES, COURSE]) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport=VIEWPORT)
@@ -70,6 +71,9 @@ def test_a_users_session_in_jupyterlab(tmp_path):
             t = time.monotonic()
             _reload(s, timings)
             timings["reload"] = time.monotonic() - t
+            t = time.monotonic()
+            _course(s)
+            timings["course"] = time.monotonic() - t
         finally:
             if latency:
                 _write_latency(latency, findings)
@@ -197,6 +201,21 @@ def _examples(s: Session, latency: dict, timings: dict) -> None:
     _gallery(s)
     for problem in s.page_problems():
         s.soft(False, "a user sees an error or warning in the notebook", f"examples: {problem}")
+
+
+def _course(s: Session) -> None:
+    """The autodiff course runs top to bottom in JupyterLab; its explorer's Graph steps."""
+    with s.step("open 01_autodiff_basics.ipynb from the file browser"):
+        s.open_from_file_browser("01_autodiff_basics.ipynb")
+    with s.step("run all cells of the course"):
+        s.run_all(expected_explorers=1)
+    s.shot("course_page", full_page=True)
+    for problem in s.page_problems():
+        s.soft(False, "a user sees an error or warning in the notebook", f"course: {problem}")
+    with s.step("course/explorer: first picture"):
+        s.reveal(0)
+        s.settle(0)
+    _step_the_graph(s, 0, "course/explorer")
 
 
 def _exception_and_recovery(s: Session) -> None:
