@@ -14,7 +14,10 @@ from typing import Any
 from ..core.tree import flatten
 from .base import PRECISIONS, Backend, OpRecord, Prepared
 
-__all__ = ["get_backend", "opened", "Backend", "OpRecord", "Prepared", "NAMES", "PRECISIONS"]
+__all__ = [
+    "get_backend", "opened", "bind_prepared", "Backend", "OpRecord", "Prepared", "NAMES",
+    "PRECISIONS",
+]  # fmt: skip
 
 NAMES = ("autograd", "torch", "jax")
 
@@ -101,3 +104,20 @@ def opened(
                     "precision='native' to check in the inputs' own precision.)"
                 )
             raise
+
+
+def bind_prepared(prep: Any, system: Any, *, constants_ok: bool, **options: Any) -> Any:
+    """:func:`~gradexplorer.core.calls.bind_call` on a prepared call (``prep.f``,
+    ``.args``, ``.kwargs``, ``.wrt``), with the AD system's containers and float kinds."""
+    from ..core.calls import bind_call
+
+    return bind_call(
+        prep.f,
+        prep.args,
+        prep.kwargs,
+        prep.wrt,
+        constants_ok=constants_ok,
+        container=system.container,
+        kind_of=system.float_kind,
+        **options,
+    )

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as onp
 
-from ..backends import get_backend
-from ..core.calls import bind_call, check_callable
+from ..backends import bind_prepared, get_backend
+from ..core.calls import check_callable
 from ..core.guards import keeping_random_state
 from ..core.tree import dtype_name
 from .precision_report import PrecisionEntry, PrecisionReport
@@ -97,14 +97,10 @@ def check_precision(
     with keeping_random_state(False):
         with system.session("native"):
             low = system.prepare(f, tuple(args), dict(kwargs), wrt, "native")
-            call_low = bind_call(
-                low.f,
-                low.args,
-                low.kwargs,
-                low.wrt,
+            call_low = bind_prepared(
+                low,
+                system,
                 constants_ok=True,
-                container=system.container,
-                kind_of=system.float_kind,
                 any_precision=True,
             )
         dtypes = [dtype_name(v) for v in call_low.values]

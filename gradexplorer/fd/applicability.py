@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as onp
 
-from ..backends import opened
-from ..core.calls import Call, bind_call, check_callable
+from ..backends import bind_prepared, opened
+from ..core.calls import Call, check_callable
 from ..core.tree import flatten, is_container, unbox
 from ..errors import ComplexStepError
 from .steps import default_step
@@ -94,16 +94,7 @@ def complex_step_applicability(
     """
     check_callable(f)
     with opened(f, args, kwargs, wrt, backend=backend, precision=precision) as (system, prep):
-        call = bind_call(
-            prep.f,
-            prep.args,
-            prep.kwargs,
-            prep.wrt,
-            constants_ok=True,
-            container=system.container,
-            kind_of=system.float_kind,
-        )
-        return _reason(call, system)
+        return _reason(bind_prepared(prep, system, constants_ok=True), system)
 
 
 def named_culprit(exc: ComplexStepError, call: Call | None, system: Any) -> ComplexStepError:

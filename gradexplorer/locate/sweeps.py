@@ -25,9 +25,8 @@ from typing import Any
 
 import numpy as onp
 
-from ..backends import opened
+from ..backends import bind_prepared, opened
 from ..check.rules import flat
-from ..core.calls import bind_call
 from ..core.tree import flatten
 from ..errors import GradExplorerError
 from .sweepgraph import MAX_ENTRIES, MAX_NODES, ADNode, build_graph, local_jacobians
@@ -209,15 +208,7 @@ def ad_sweeps(
     (2, 1, array([1.755, 0.479]))
     """
     with opened(f, args, kwargs, wrt, backend=backend) as (system, prep):
-        call = bind_call(
-            prep.f,
-            prep.args,
-            prep.kwargs,
-            prep.wrt,
-            constants_ok=False,
-            container=system.container,
-            kind_of=system.float_kind,
-        )
+        call = bind_prepared(prep, system, constants_ok=False)
         if any(s.complex for s in call.specs):
             raise TypeError("ad_sweeps draws real derivatives: pass real inputs.")
         name = getattr(prep.f, "__name__", "f")
