@@ -634,7 +634,10 @@ class Session:
                 f"{where} keypress {i + 1} ({before} -> {self.readout(k, label)})",
                 shot=f"stuck_{where}_{i + 1}" if not lat["changes"] else None,
             )
-        self.log(f"{where}: latency {[None if t is None else round(t) for t in times]} ms")
+        self.log(
+            f"{where}: latency {[None if t is None else round(t) for t in times]} ms "
+            f"(the measurement's own slowest frame: {lat['hashMs']:.0f} ms)"
+        )
         return times
 
 
