@@ -173,9 +173,24 @@
       h = fnv(h, [c.width, c.height]);
       if (c.width && c.height) h = fnvStride(h, new Uint32Array(c.getContext('2d').getImageData(0, 0, c.width, c.height).data.buffer), 2);
     }
+    return h;
+  };
+  T.hashImages = (root) => {
+    let h = 2166136261;
     for (const im of root.querySelectorAll('img')) h = fnv(h, [...(im.currentSrc || im.src || '')].map((ch) => ch.charCodeAt(0)));
     return h;
   };
+  // Every draw into any 2D canvas is counted: the latency frame reads canvases back only
+  // after one (reading back every canvas every frame cost 11-31 ms of the page's main
+  // thread a frame, and slowed what it measured).
+  T.draws = 0;
+  for (const name of ['drawImage', 'putImageData', 'clearRect', 'fillRect']) {
+    const original = CanvasRenderingContext2D.prototype[name];
+    CanvasRenderingContext2D.prototype[name] = function (...args) {
+      T.draws++;
+      return original.apply(this, args);
+    };
+  }
 
   // ------------------------------------------------------------------ geometry
   // The right edge a user can see: the output area, clipped by the notebook's scroller.
@@ -271,7 +286,8 @@
 
   // ------------------------------------------------------------------ latency
   // From the keydown on the focused slider to the last change of any canvas of the
-  // explorer, hashed every animation frame.
+  // explorer: each animation frame after a draw hashes its canvases; the change is timed
+  // at the start of the frame that shows it.
   T.lat = null;
   T.startLatency = (k) => {
     if (T.lat) T.lat.stop = true;
@@ -281,15 +297,19 @@
     T.lat = L;
     const onKey = (e) => { if (L.tKey === null) L.tKey = e.timeStamp; };
     document.addEventListener('keydown', onKey, true);
-    let prev = T.hashCanvases(root);
-    const frame = () => {
+    let canvases = T.hashCanvases(root), draws = T.draws;
+    let prev = `${canvases}|${T.hashImages(root)}`;
+    const frame = (frameTime) => {
       if (L.stop) { document.removeEventListener('keydown', onKey, true); return; }
       const t0 = performance.now();
-      const h = T.hashCanvases(root);
+      // canvas pixels are read back only after a draw; image sources are cheap to compare
+      if (T.draws !== draws) { canvases = T.hashCanvases(root); draws = T.draws; }
+      const h = `${canvases}|${T.hashImages(root)}`;
       L.hashMs = Math.max(L.hashMs, performance.now() - t0);
       if (h !== prev) {
         prev = h;
-        if (L.tKey !== null) { L.lastChange = performance.now(); L.changes++; }
+        // the frame that shows the change (its start, before this frame's own reading)
+        if (L.tKey !== null) { L.lastChange = frameTime; L.changes++; }
         L.stableFrames = 0;
       } else {
         L.stableFrames++;

@@ -384,6 +384,40 @@ def test_live_figures_use_no_pyplot_and_compute_in_the_background(monkeypatch):
         ex.close()
 
 
+def test_live_frames_decode_to_the_figures_pixels(monkeypatch):
+    """The canvas's own PNG frames (full, then only the changed pixels) rebuild the
+    figure exactly as the page overlays them."""
+    import io
+
+    from PIL import Image
+
+    backend = matplotlib.get_backend()
+    pytest.importorskip("ipympl")
+    matplotlib.use(backend)
+    from gradexplorer.explorer import explorer as module
+
+    monkeypatch.setattr(module, "ipympl_active", lambda: True)
+    ex = gx.explore(lambda x: anp.sin(x) * x, np.linspace(0, 1, 3), asynchronous=False)
+    try:
+        canvas = ex.figures["Jacobian"].canvas
+        sent = []
+        monkeypatch.setattr(type(canvas), "send_binary", lambda self, data: sent.append(data))
+        canvas._force_full = True
+        canvas.draw()
+        page = np.asarray(Image.open(io.BytesIO(sent[-1])).convert("RGBA")).copy()
+        assert canvas._current_image_mode == "full"
+        assert np.array_equal(page, np.asarray(canvas.get_renderer().buffer_rgba()))
+        ex.point_sliders[0].value = 0.7  # only the cells change: a diff frame
+        assert canvas._current_image_mode == "diff"
+        diff = np.asarray(Image.open(io.BytesIO(sent[-1])).convert("RGBA"))
+        changed = diff.view(np.uint32).squeeze(2) != 0
+        assert 0 < changed.mean() < 0.5
+        page[changed] = diff[changed]  # what the page does: draw the diff over the old frame
+        assert np.array_equal(page, np.asarray(canvas.get_renderer().buffer_rgba()))
+    finally:
+        ex.close()
+
+
 def test_a_newer_change_cancels_the_running_check():
     from gradexplorer.explorer.worker import Cancelled, cancellable
 
