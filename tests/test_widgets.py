@@ -418,6 +418,24 @@ def test_live_frames_decode_to_the_figures_pixels(monkeypatch):
         ex.close()
 
 
+def test_an_explorer_left_open_at_exit_prints_nothing():
+    """A script that ends with explorers alive exits quietly (they were collected
+    while Python shut down, when imports fail)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, autograd.numpy as anp, gradexplorer as gx\n"
+        "ex = gx.explore(lambda x: anp.sin(x) * x, np.linspace(0, 1, 3))\n"
+        "menu = gx.explore()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+
+
 def test_a_newer_change_cancels_the_running_check():
     from gradexplorer.explorer.worker import Cancelled, cancellable
 

@@ -8,6 +8,7 @@ it each view is an ``Image`` widget holding a PNG of the same figure.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -383,6 +384,8 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         if getattr(self, "_closed", True):
             return
         self._closed = True
+        if sys.is_finalizing():  # collected at exit: nothing to release, imports fail
+            return
         if getattr(self, "_worker", None) is not None:
             self._worker.stop()
         for name in list(self.figures):
