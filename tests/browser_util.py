@@ -88,6 +88,11 @@ def jupyterlab(tmp: Path, notebooks: list[Path]):
     root.mkdir(parents=True)
     for nb in notebooks:
         shutil.copy(nb, root / nb.name)
+    # the package's own JupyterLab setting (saveState: widgets saved with the notebook),
+    # as a non-editable install puts it in sys.prefix/share/jupyter/lab/settings
+    overrides = tmp / "app_settings" / "overrides.d"
+    overrides.mkdir(parents=True)
+    shutil.copy(ROOT / "jupyter-config" / "gradexplorer.json", overrides / "gradexplorer.json")
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
@@ -114,6 +119,7 @@ def jupyterlab(tmp: Path, notebooks: list[Path]):
         "--ServerApp.token=",
         "--ServerApp.password=",
         f"--ServerApp.root_dir={root}",
+        f"--LabApp.app_settings_dir={overrides.parent}",
         "--LabApp.news_url=None",
         "--LabApp.expose_app_in_browser=True",
     ]

@@ -72,6 +72,9 @@ def test_a_users_session_in_jupyterlab(tmp_path):
             _reload(s, timings)
             timings["reload"] = time.monotonic() - t
             t = time.monotonic()
+            _reopen_saved(s)
+            timings["reopen"] = time.monotonic() - t
+            t = time.monotonic()
             _course(s)
             timings["course"] = time.monotonic() - t
         finally:
@@ -201,6 +204,47 @@ def _examples(s: Session, latency: dict, timings: dict) -> None:
     _gallery(s)
     for problem in s.page_problems():
         s.soft(False, "a user sees an error or warning in the notebook", f"examples: {problem}")
+
+
+def _reopen_saved(s: Session) -> None:
+    """A saved lecture opened again: its explorers show their last pictures (the
+    widgets' state saved with the notebook), not "Error displaying widget"."""
+    name = "browser_examples.ipynb"
+    with s.step(f"save {name}, shut its kernel down and close it"):
+        s.js(
+            """async () => { const p = __gxt.panel(); await p.context.save();
+                await p.sessionContext.shutdown(); p.close(); }"""
+        )
+        s.wait(
+            "(name) => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)') ||"
+            " !(__gxt.panel() && __gxt.panel().context.path.endsWith(name))",
+            name,
+            timeout=60,
+            what=f"{name} to close",
+        )
+    with s.step(f"open the saved {name} again (a fresh kernel, no cell run)"):
+        s.open_from_file_browser(name)
+        s.wait(
+            "() => __gxt.explorers().length === 5",
+            timeout=60,
+            what="the five saved explorers to be on the page",
+            state="() => __gxt.explorers().length + ' explorers'",
+        )
+    s.shot("reopened_page")
+    for k, example in enumerate(NAMES):
+        where = f"reopened/{example}"
+        s.reveal(k)
+        problem = s.try_settle(k, what=f"explorer {k}'s saved picture to show")
+        s.soft(
+            problem is None,
+            "a saved notebook reopened shows a blank explorer",
+            f"{where}: {(problem or '')[:200]}",
+        )
+        if problem is None and k == BUGGY:
+            _verdict(s, k, "FAILED", where)  # the saved badge, as it was
+            s.shot(f"reopened_{example}")
+    for problem in s.page_problems():
+        s.soft(False, "a saved notebook reopened shows an error", f"reopened: {problem}")
 
 
 def _course(s: Session) -> None:

@@ -3,6 +3,7 @@
 import gc
 
 import autograd.numpy as anp
+import ipywidgets as W
 import matplotlib
 import numpy as np
 import pytest
@@ -156,10 +157,18 @@ def test_gallery_menu_lists_every_example(explorer):
         assert ex.error.value == "", name
 
 
-def test_close_releases_figures():
-    ex = gx.explore(lambda x: anp.sin(x), anp.ones(2))
-    ex.close()
+def test_close_releases_figures_and_every_widget_model():
+    import warnings
+
+    with warnings.catch_warnings():  # Widget.widgets: the registry of open models
+        warnings.simplefilter("ignore", DeprecationWarning)
+        before = set(W.Widget.widgets)
+        ex = gx.explore(lambda x: anp.sin(x), anp.ones(2))
+        ex.gallery_menu.value = "rosenbrock"  # loading another example replaces widgets
+        ex.close()
+        left = [type(w).__name__ for k, w in W.Widget.widgets.items() if k not in before]
     assert ex.figures == {}
+    assert left == []  # layouts and styles included: each is a model on the page
 
 
 def test_where_view_names_the_culprit(explorer, tmp_path):
@@ -414,6 +423,41 @@ def test_live_frames_decode_to_the_figures_pixels(monkeypatch):
         assert 0 < changed.mean() < 0.5
         page[changed] = diff[changed]  # what the page does: draw the diff over the old frame
         assert np.array_equal(page, np.asarray(canvas.get_renderer().buffer_rgba()))
+    finally:
+        ex.close()
+
+
+def test_a_live_canvas_keeps_its_last_picture_for_a_saved_notebook(monkeypatch):
+    """ipympl's page saves the picture before the last frame (a canvas drawn once was
+    saved blank): once frames stop, the canvas stores its last frame as that state."""
+    import base64
+    import io
+    import time
+
+    from PIL import Image
+
+    backend = matplotlib.get_backend()
+    pytest.importorskip("ipympl")
+    matplotlib.use(backend)
+    from gradexplorer.explorer import explorer as module
+    from gradexplorer.explorer import figures
+
+    monkeypatch.setattr(module, "ipympl_active", lambda: True)
+    monkeypatch.setattr(figures, "KEEP_PICTURE_AFTER", 0.05)
+    ex = gx.explore(lambda x: anp.sin(x) * x, np.linspace(0, 1, 3), asynchronous=False)
+    try:
+        canvas = ex.figures["Jacobian"].canvas
+        canvas.syncing_data_url = False  # the page is there: ipympl stops sending it
+        canvas._data_url = None
+        ex.point_sliders[0].value = 0.7
+        deadline = time.monotonic() + 30
+        while canvas._data_url is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        prefix = "data:image/png;base64,"
+        assert canvas._data_url is not None and canvas._data_url.startswith(prefix)
+        png = base64.b64decode(canvas._data_url[len(prefix) :])
+        kept = np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+        assert np.array_equal(kept, np.asarray(canvas.get_renderer().buffer_rgba()))
     finally:
         ex.close()
 

@@ -20,8 +20,13 @@ def log_slider(description: str, value: float, lo: int, hi: int, **kw) -> W.Floa
 
 
 def close_tree(widget: W.Widget) -> None:
+    """Close a widget, its children, and their layouts and styles (models of their own)."""
     for child in getattr(widget, "children", ()):
         close_tree(child)
+    for part in ("layout", "style"):
+        owned = getattr(widget, part, None)
+        if isinstance(owned, W.Widget):
+            owned.close()
     widget.close()
 
 

@@ -27,6 +27,7 @@ from .controls import close_tree, complex_step_reason, make_controls
 from .drawing import ViewDrawing
 from .figures import close_figure, ipympl_active, new_figure
 from .html import (
+    SAVED_NOTE,
     STYLE,
     entry_html,
     error_html,
@@ -134,6 +135,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.auto_step.observe(self._on_auto_step, "value")
         self.dtype.observe(self._on_dtype, "value")
         self.resample.on_click(self._on_resample)
+        self._sampling = W.HBox([self.scale, self.seed, self.resample])  # for many inputs
         self.row.observe(self._on_entry, "value")
         self.col.observe(self._on_entry, "value")
         self.zoom.observe(self._on_entry, "value")
@@ -153,6 +155,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         )
         self.children = [
             W.HTML(STYLE),
+            W.HTML(SAVED_NOTE),
             controls,
             self.error,
             W.HBox([self.badge, self.status]),
@@ -199,6 +202,8 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             self.block.options = (["all inputs"] + names) if len(names) > 1 else names
             self.block.value = self.block.options[0]
             self.row.value = self.col.value = 0
+        for old in self.point_sliders:  # the last function's: models on the page too
+            close_tree(old)
         self.point_sliders = []
         if sum(s.real_size for s in call.specs) <= MAX_SLIDERS:
             self.point_sliders = point_sliders(call)
@@ -206,7 +211,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
                 slider.observe(self._on_change, "value")
             self.point_box.children = self.point_sliders
         else:
-            self.point_box.children = [W.HBox([self.scale, self.seed, self.resample])]
+            self.point_box.children = [self._sampling]
         self.shape = shape_of(self.system.name, call, output_layout(f(*args)))
         self._notes = {name: not_applicable(name, self.shape) for name in VIEWS}
         self._label_methods(call)
@@ -392,6 +397,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             close_figure(self.figures.pop(name), self.live)
         self.artists.clear()
         owned = [v for v in vars(self).values() if isinstance(v, W.Widget)]
-        for w in owned + self.point_sliders + list(self._view_widgets.values()):
+        for w in [*self.children, *owned, *self.point_sliders, *self._view_widgets.values()]:
             close_tree(w)
+        self.layout.close()
         super().close()

@@ -7,8 +7,10 @@ of them, and show them a second time at the end of the cell.
 
 from __future__ import annotations
 
+import base64
 import functools
 import io
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +22,8 @@ __all__ = ["ipympl_active", "new_figure", "close_figure", "DPI"]
 
 #: 100 dpi: a figure's inches are a hundred CSS pixels, so sizes can be planned in pixels.
 DPI = 100
+#: Seconds without a new frame before a live canvas stores its picture for saving.
+KEEP_PICTURE_AFTER = 1.0
 
 
 def ipympl_active() -> bool:
@@ -62,16 +66,54 @@ def new_figure(size: tuple, live: bool, lock: Any = None) -> Figure:
 
 @functools.cache
 def _fast_canvas_class() -> type:
-    """ipympl's canvas, encoding its frames for speed rather than size.
+    """ipympl's canvas, encoding its frames for speed rather than size, and keeping its
+    last picture in the widget's state (what a saved notebook shows when reopened).
 
     Every update is sent as a PNG of the changed pixels; PIL's default compression
     spent 35-60 ms on a 256x256 Check view's frame, level 1 a third of that for a
     frame ~1.3x larger (the page is on this machine or a local network).
+
+    ipympl's page records the picture it showed *before* each frame as the state to
+    save: a canvas drawn once was saved blank. So once frames stop for a moment,
+    the canvas sends its last frame as that state itself.
     """
     from ipympl.backend_nbagg import Canvas
+    from ipywidgets import DOMWidget
     from PIL import Image
 
     class FastCanvas(Canvas):
+        def send_binary(self, data: bytes) -> None:
+            super().send_binary(data)
+            if not self.syncing_data_url:  # else ipympl keeps the state itself
+                self._keep_picture_soon()
+
+        def _keep_picture_soon(self) -> None:
+            timer = getattr(self, "_picture_timer", None)
+            if timer is not None:
+                timer.cancel()
+            self._picture_timer = threading.Timer(KEEP_PICTURE_AFTER, self.keep_picture)
+            self._picture_timer.daemon = True
+            self._picture_timer.start()
+
+        def keep_picture(self) -> None:
+            """Store the picture on the page as the widget state a saved notebook keeps."""
+            frame = self._last_buff
+            if self.comm is None or frame.ndim != 2 or not frame.size:  # closed, or no frame
+                return
+            with io.BytesIO() as png:
+                rgba = frame.view(np.uint8).reshape((*frame.shape, 4))
+                Image.fromarray(rgba).save(png, format="png", compress_level=6)
+                encoded = base64.b64encode(png.getvalue()).decode("ascii")
+            # as the page stores it; ipympl's own send_state leaves it out once live
+            self._data_url = "data:image/png;base64," + encoded
+            DOMWidget.send_state(self, key="_data_url")
+
+        def close(self) -> None:
+            timer = getattr(self, "_picture_timer", None)
+            if timer is not None:
+                timer.cancel()
+            super().close()
+
         def get_diff_image(self) -> bytes | None:
             if not self._png_is_old:
                 return None

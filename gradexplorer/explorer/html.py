@@ -10,7 +10,7 @@ from ..check.report import format_fd_error
 
 __all__ = [
     "badge_html", "stale_badge_html", "status_html", "worst_html", "entry_html", "error_html",
-    "point_text", "STYLE",
+    "point_text", "STYLE", "SAVED_NOTE",
 ]  # fmt: skip
 
 #: The explorer's own CSS (an HTML widget's <style> applies to the page): stale views
@@ -23,7 +23,17 @@ STYLE = """<style>
 .gx-table th:last-child, .gx-table td:last-child { text-align: left; }
 .gx-table tr:nth-child(even) { background: #f4f4f4; }
 .gx-explorer canvas:focus { outline: none; }
+.gx-explorer .jupyter-widgets-disconnected::before { content: none; }
+.gx-saved { display: none; color: #555; font-style: italic; }
+.gx-explorer:has(.jupyter-widgets-disconnected) .gx-saved { display: block; }
 </style>"""
+
+#: Shown only when the explorer is a saved picture with no kernel behind it (a notebook
+#: reopened): one note, instead of a broken-link icon on every control.
+SAVED_NOTE = (
+    '<div class="gx-saved">The pictures saved with this notebook. Run the cell to explore '
+    "again: the controls are not connected to a running kernel.</div>"
+)
 
 
 def badge_html(r: Any) -> str:
