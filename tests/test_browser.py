@@ -211,6 +211,9 @@ def _reopen_saved(s: Session) -> None:
     widgets' state saved with the notebook), not "Error displaying widget"."""
     name = "browser_examples.ipynb"
     with s.step(f"save {name}, shut its kernel down and close it"):
+        # as a user reaches for Save: the kernel quiet for a second (the canvases store
+        # their pictures once their frames stop for 0.3 s)
+        s.wait("() => __gxt.kernelQuiet(1000)", timeout=60, what="the kernel to be quiet")
         s.js(
             """async () => { const p = __gxt.panel(); await p.context.save();
                 await p.sessionContext.shutdown(); p.close(); }"""

@@ -23,7 +23,7 @@ __all__ = ["ipympl_active", "new_figure", "close_figure", "DPI"]
 #: 100 dpi: a figure's inches are a hundred CSS pixels, so sizes can be planned in pixels.
 DPI = 100
 #: Seconds without a new frame before a live canvas stores its picture for saving.
-KEEP_PICTURE_AFTER = 1.0
+KEEP_PICTURE_AFTER = 0.3
 
 
 def ipympl_active() -> bool:

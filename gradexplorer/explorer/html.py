@@ -23,6 +23,9 @@ STYLE = """<style>
 .gx-table th:last-child, .gx-table td:last-child { text-align: left; }
 .gx-table tr:nth-child(even) { background: #f4f4f4; }
 .gx-explorer canvas:focus { outline: none; }
+/* ipywidgets lays a toggle group's label out as a block: its buttons fell below it */
+.gx-explorer .widget-toggle-buttons { display: flex; align-items: center; margin-left: 12px; }
+.gx-explorer.jupyter-widgets-disconnected::before,
 .gx-explorer .jupyter-widgets-disconnected::before { content: none; }
 .gx-saved { display: none; color: #555; font-style: italic; }
 .gx-explorer:has(.jupyter-widgets-disconnected) .gx-saved { display: block; }
