@@ -109,16 +109,7 @@ def test_structured_arguments_and_both_rules_in_one_report():
     params = {"W": rng.standard_normal((2, 3)), "b": rng.standard_normal(2)}
     r = gx.check_vjp(f, f_vjp, params, rng.standard_normal(3), f_jvp=f_jvp)
     assert r.passed and list(r.column_blocks) == ["params['W']", "params['b']", "x"]
-    assert not any("forward mode not checked" in n for n in r.notes)
-
-    def f_jvp_wrong(primals, tangents):
-        dp = tangents[0]
-        y, y_dot = f_jvp(primals, tangents)
-        return y, y_dot + 0.01 * (1 - y**2) * dp["b"]
-
-    bad = gx.check_vjp(f, f_vjp, params, rng.standard_normal(3), f_jvp=f_jvp_wrong)
-    assert {(e.kind, e.col) for e in bad.mismatches} == {("jvp", 6), ("jvp", 7)}
-    assert bad.forward is not None  # the random tangents disagreed: judged by column
+    assert r.forward is not None
     assert gx.check_vjp(f, f_vjp, params, np.ones(3), mode="fast", rng=0).passed
 
 

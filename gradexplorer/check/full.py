@@ -26,7 +26,6 @@ from .judging import judge, make_entry, tolerances
 from .problem import Problem
 from .report import CheckReport, Entry, verdict_for
 from .rules import (
-    PROBES,
     _precision_note,
     _scale_allowance,
     forward_columns,
@@ -122,12 +121,9 @@ def full_check(
     if jitter_note:
         notes.append(jitter_note)
 
-    fwd, fallback_ops, fwd_note = forward_columns(p, A, eps, gen)
-    probed = fwd is None and fwd_note is None  # forward mode's Jacobian is A's
+    fwd, fallback_ops, fwd_note = forward_columns(p)
     if fwd is not None:
-        ngrad += n + PROBES
-    elif probed:
-        ngrad += PROBES
+        ngrad += n
     else:
         notes.append(fwd_note)
 
@@ -209,7 +205,7 @@ def full_check(
             "unit cotangents and a wrong gradient for every other one."
         )
 
-    if fwd is not None or probed:
+    if fwd is not None:
         jvp_ratio, jvp_rel, (d, jd) = linearity_gap(jvp_rule(p), n, m, gen, float, eps.max(axis=1))
         ngrad += 3
         jvp_precision = max(
@@ -218,48 +214,47 @@ def full_check(
         rtol_fwd = onp.maximum(rtol_m, jvp_precision)
         if jvp_precision and not vjp_precision:
             notes.append(_precision_note("JVP", jvp_precision, "tangent"))
-        if fwd is not None:  # judged column by column (the random tangents disagreed)
-            atol_fwd = atol_ + wobble + _scale_allowance(jvp_precision, onp.abs(fwd), N)
-            if jvp_precision:
-                atol_fwd = (
-                    atol_fwd + _scale_allowance(1.0, onp.abs(fwd), N) * solver_slack(noise)[:, None]
-                )
+        atol_fwd = atol_ + wobble + _scale_allowance(jvp_precision, onp.abs(fwd), N)
+        if jvp_precision:
+            atol_fwd = (
+                atol_fwd + _scale_allowance(1.0, onp.abs(fwd), N) * solver_slack(noise)[:, None]
+            )
+        Vf = judge(fwd, N, E, rtol_fwd, atol_fwd)
+        more = onp.setdiff1d(onp.flatnonzero(onp.any(Vf > 1, axis=1)), wobble_rows)
+        if more.size:  # the same round-off allowance, for rows only forward mode fails
+            atol_fwd = atol_fwd + rounding_spread(p, A, gen, more)
+            ngrad += ROUNDING_SAMPLES * (1 + more.size)
             Vf = judge(fwd, N, E, rtol_fwd, atol_fwd)
-            more = onp.setdiff1d(onp.flatnonzero(onp.any(Vf > 1, axis=1)), wobble_rows)
-            if more.size:  # the same round-off allowance, for rows only forward mode fails
-                atol_fwd = atol_fwd + rounding_spread(p, A, gen, more)
-                ngrad += ROUNDING_SAMPLES * (1 + more.size)
-                Vf = judge(fwd, N, E, rtol_fwd, atol_fwd)
-            only_fwd = onp.argwhere((Vf > 1) & ~(V > 1))
-            for i, j in only_fwd:
-                if (int(i), int(j)) not in kink_set:
-                    a = fwd[i, j]
-                    verdict = None
-                    if onp.iscomplexobj(fwd) and a.imag != 0:
-                        verdict = (
-                            f"the tangent of a real output has an imaginary part ({a.imag:.3g}): "
-                            "a JVP rule mishandles complex inputs"
-                        )
-                    mism.append(
-                        make_entry(
-                            rows,
-                            cols,
-                            i,
-                            j,
-                            a.real,
-                            N[i, j],
-                            E[i, j],
-                            Vf[i, j],
-                            kind="jvp",
-                            verdict=verdict,
-                        )
+        only_fwd = onp.argwhere((Vf > 1) & ~(V > 1))
+        for i, j in only_fwd:
+            if (int(i), int(j)) not in kink_set:
+                a = fwd[i, j]
+                verdict = None
+                if onp.iscomplexobj(fwd) and a.imag != 0:
+                    verdict = (
+                        f"the tangent of a real output has an imaginary part ({a.imag:.3g}): "
+                        "a JVP rule mishandles complex inputs"
                     )
-            if len(only_fwd):
-                notes.append(
-                    f"forward mode (JVP) disagrees with the finite differences at {len(only_fwd)} "
-                    "entr" + ("y" if len(only_fwd) == 1 else "ies") + " where reverse mode (VJP) "
-                    "is right: a defjvp rule is wrong."
+                mism.append(
+                    make_entry(
+                        rows,
+                        cols,
+                        i,
+                        j,
+                        a.real,
+                        N[i, j],
+                        E[i, j],
+                        Vf[i, j],
+                        kind="jvp",
+                        verdict=verdict,
+                    )
                 )
+        if len(only_fwd):
+            notes.append(
+                f"forward mode (JVP) disagrees with the finite differences at {len(only_fwd)} "
+                "entr" + ("y" if len(only_fwd) == 1 else "ies") + " where reverse mode (VJP) "
+                "is right: a defjvp rule is wrong."
+            )
         with onp.errstate(all="ignore"):
             num_d = onp.where(onp.isfinite(N), N, 0.0) @ d
             err_d = onp.where(onp.isfinite(E), E, onp.inf) @ onp.abs(d)

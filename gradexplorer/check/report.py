@@ -199,9 +199,6 @@ class CheckReport:
     unresolved: tuple[Entry, ...] = ()
     not_checked: tuple[tuple[str, str], ...] = ()
     noise: onp.ndarray | None = field(default=None, repr=False)
-    #: the forward-mode (JVP) Jacobian, when its columns were computed one by one:
-    #: None when forward mode agreed with ``analytic`` at random tangents (then it is
-    #: ``analytic`` to round-off) or could not run (a note says why)
     forward: onp.ndarray | None = field(default=None, repr=False)
     #: which check made it: check_grads, check_vjp, check_jvp
     checker: str = "check_grads"
