@@ -41,6 +41,9 @@ SIGNED_CMAP = "RdBu_r"
 
 
 ERROR_CMAP = "viridis"
+#: Error maps span six decades below their largest value (this ratio); smaller errors take
+#: the bottom colour (the colour bar's arrow), their values still written in the cells.
+LOG_DEPTH = 1e-6
 
 
 VIOLATION_CMAP = "cividis"
@@ -154,6 +157,10 @@ def _norm(M: onp.ndarray, kind: str, symlog: bool = False, vmax: float | None = 
     hi = float(positive.max()) if positive.size else 1.0
     if kind == "violation":
         lo, hi = min(lo, 1e-3), max(hi, 10.0)  # keep the pass/fail line (1) inside the scale
+    else:
+        # round-off spans many decades and moves by several from point to point: a
+        # scale that followed its smallest value was redrawn at almost every move
+        lo = max(lo, hi * LOG_DEPTH)
     if hi <= lo:
         hi = lo * 10
     return colors.LogNorm(vmin=lo, vmax=hi)
@@ -232,9 +239,9 @@ def plot_jacobian(
     M = _as_matrix(J, out_ndim)
     ax = _new_axes(ax, None)
     P, block = pool_max_abs(M, max_cells)
-    norm = _norm(P, kind, symlog, vmax)
-    if kind == "log":  # room for the next point's errors: they move by decades
-        norm = _with_headroom(norm)
+    # room for the next point's values from the start: the first move of an explorer
+    # redrew the whole figure for a scale a few percent too small
+    norm = _with_headroom(_norm(P, kind, symlog, vmax))
     # extent keeps the axes in the original index coordinates when pooled
     image = ax.imshow(
         _display(P, kind, norm),
@@ -244,7 +251,9 @@ def plot_jacobian(
         aspect="auto",
         extent=(-0.5, M.shape[1] - 0.5, M.shape[0] - 0.5, -0.5),
     )
-    cbar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
+    cbar = ax.figure.colorbar(
+        image, ax=ax, shrink=0.9, extend="min" if kind == "log" else "neither"
+    )
     if kind == "violation":
         cbar.ax.axhline(1.0, color="red", lw=2)
         cbar.set_label("violation (>1 fails)")
