@@ -10,7 +10,7 @@ import numpy as onp
 
 from ..fd.steps import METHODS
 
-__all__ = ["log_slider", "close_tree", "make_controls"]
+__all__ = ["log_slider", "close_tree", "make_controls", "label_methods"]
 
 
 def log_slider(description: str, value: float, lo: int, hi: int, **kw) -> W.FloatLogSlider:
@@ -102,6 +102,17 @@ def make_controls(
     )
     w.sweep_box = W.HBox([w.sweep_mode, w.sweep_step], layout=W.Layout(display="none"))
     return vars(w)
+
+
+def label_methods(menu: W.Dropdown, f: Callable, args: tuple, argnums: tuple) -> None:
+    """Say in the FD menu, before it is chosen, why the complex step cannot apply."""
+    reason = complex_step_reason(f, args, argnums)
+    value = menu.value
+    menu.options = [
+        (f"complex_step (n/a: {reason})" if m == "complex_step" and reason else m, m)
+        for m in METHODS
+    ]
+    menu.value = "richardson" if value == "complex_step" and reason else value
 
 
 def complex_step_reason(f: Callable, args: tuple, argnums: tuple) -> str | None:

@@ -21,9 +21,8 @@ from .. import gallery
 from ..backends import get_backend
 from ..core.calls import bind_call
 from ..core.outputs import output_layout
-from ..fd.steps import METHODS
 from .computing import Computing
-from .controls import close_tree, complex_step_reason, make_controls
+from .controls import close_tree, label_methods, make_controls
 from .drawing import ViewDrawing
 from .figures import close_figure, ipympl_active, new_figure
 from .html import (
@@ -214,19 +213,8 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             self.point_box.children = [self._sampling]
         self.shape = shape_of(self.system.name, call, output_layout(f(*args)))
         self._notes = {name: not_applicable(name, self.shape) for name in VIEWS}
-        self._label_methods(call)
+        label_methods(self.method, self.f, self.base_args, self.argnums)
         self._single = along(self, self.argnums[0])
-
-    def _label_methods(self, call) -> None:
-        """Say in the FD menu, before it is chosen, why the complex step cannot apply."""
-        reason = complex_step_reason(self.f, self.base_args, self.argnums)
-        options = [
-            (f"complex_step (n/a: {reason})" if m == "complex_step" and reason else m, m)
-            for m in METHODS
-        ]
-        value = self.method.value
-        self.method.options = options
-        self.method.value = "richardson" if value == "complex_step" and reason else value
 
     def _install_views(self) -> None:
         children = []

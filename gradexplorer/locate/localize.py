@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as onp
 
-from ..backends import opened
+from ..backends import bind_prepared, opened
 from ..check.problem import as_rng
-from ..core.calls import bind_call
 from .context import random_tangents, shapes, tangents_in_context
 from .local_check import check_operation, culprit_report
 from .result import Localization, OpNode
@@ -85,15 +84,7 @@ def locate(
 
 def _locate(prep, gen, directions: int, system) -> Localization:
     f = prep.f
-    call = bind_call(
-        f,
-        prep.args,
-        prep.kwargs,
-        prep.wrt,
-        constants_ok=False,
-        container=system.container,
-        kind_of=system.float_kind,
-    )
+    call = bind_prepared(prep, system, constants_ok=False)
     values, specs = call.values, call.specs
     records = system.record(call, values)
     tangents, aligned = tangents_in_context(
