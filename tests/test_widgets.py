@@ -201,6 +201,68 @@ def test_heatmap_keeps_a_fitting_scale_and_blits():
     assert P.update_heatmap(h, 0.1 * M) and h.rescaled  # too small for the old scale
 
 
+def _ink(stamp: bool, text: str, dpi: int, ink: str, paper: str) -> np.ndarray:
+    """How much each pixel differs from the paper, for one centred cell value."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from gradexplorer.display.celltext import add_cell_value
+
+    fig = Figure(figsize=(1.2, 0.5), dpi=dpi, facecolor=paper)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0, 0, 1, 1), xlim=(0, 1), ylim=(0, 1))
+    ax.set_axis_off()
+    # a centre off the pixel grid: the stamp must land where matplotlib would put the text
+    kw = dict(fontsize=8, color=ink)
+    if stamp:
+        add_cell_value(ax, 0.513, 0.487, text, **kw)
+    else:
+        ax.text(0.513, 0.487, text, ha="center", va="center", **kw)
+    fig.canvas.draw()
+    rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(float)
+    return np.abs(rgb - np.asarray(matplotlib.colors.to_rgb(paper)) * 255).max(axis=-1)
+
+
+CELL_STRINGS = ["0.25", "-1.5e-07", "NaN", "+inf", "-inf", "123", "7", "-0.000312", "1e+03"]
+
+
+@pytest.mark.parametrize("dpi", [72, 100, 150])
+@pytest.mark.parametrize("ink,paper", [("black", "white"), ("white", "#30123b")])
+def test_cell_values_are_stamped_where_matplotlib_draws_them(dpi, ink, paper):
+    """The cached cell-value images match matplotlib's own text: the same amount of
+    ink, in the same place to about a pixel (the stamp sits on whole pixels and centres
+    its ink; matplotlib places glyphs at sub-pixel offsets and centres their advances)."""
+    for text in CELL_STRINGS:
+        drawn, stamped = _ink(False, text, dpi, ink, paper), _ink(True, text, dpi, ink, paper)
+        assert drawn.sum() > 0
+        assert stamped.sum() == pytest.approx(drawn.sum(), rel=0.1), text
+        rows, cols = np.indices(drawn.shape)
+        for index, within in ((rows, 0.6), (cols, 1.2 * dpi / 100)):
+            centre = (index * drawn).sum() / drawn.sum()
+            moved = (index * stamped).sum() / stamped.sum()
+            assert moved == pytest.approx(centre, abs=within), text
+
+
+def test_cell_values_stay_text_where_an_image_would_not_do(tmp_path):
+    """Vector output keeps real text, and a rotated value is drawn by matplotlib."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from gradexplorer.display import plots as P
+
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    h = P.plot_jacobian(np.array([[0.25, -1.5], [3.0, 7.0]]), fig.add_subplot())
+    assert {t.get_text() for t in h.texts} == {"0.25", "-1.5", "3", "7"}
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(tmp_path / "cells.svg")
+    svg = (tmp_path / "cells.svg").read_text()
+    assert all(f">{v}<" in svg for v in ("0.25", "-1.5", "3", "7"))
+    upright = _ink(True, "0.25", 100, "black", "white")
+    from gradexplorer.display.celltext import CellValue
+
+    assert not CellValue(0, 0, "0.25", rotation=90)._stampable(fig.canvas.get_renderer())
+    assert upright.sum() > 0
+
+
 # ---------------------------------------------------------------- issue 12: as people use it
 
 VIEW_NAMES = list(VIEWS)

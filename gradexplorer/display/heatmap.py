@@ -20,6 +20,8 @@ from matplotlib import colors
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .celltext import add_cell_value
+
 __all__ = [
     "Heatmap",
     "plot_jacobian",
@@ -285,7 +287,7 @@ def _decorate(h, M, P, row_label, col_label, row_blocks, col_blocks, xlabel, yla
     if m <= ANNOTATE_MAX and n <= ANNOTATE_MAX and h.block == (1, 1):
         for i in range(m):
             for j in range(n):
-                h.texts.append(ax.text(j, i, "", ha="center", va="center", fontsize=8))
+                h.texts.append(add_cell_value(ax, j, i, "", fontsize=8))
     _update_texts(h, M)
 
 
