@@ -489,6 +489,66 @@ def test_live_frames_decode_to_the_figures_pixels(monkeypatch):
         ex.close()
 
 
+def test_a_slow_check_shows_its_jacobian_first_under_veils_and_withdraws_it_on_error(
+    monkeypatch,
+):
+    """On the Check tab, a check slower than SLOW_CHECK: the new AD Jacobian is drawn
+    before the check runs, the three maps that wait for it veiled; the check's picture
+    lifts the veils; a check that fails puts the last good point's Jacobian back."""
+    backend = matplotlib.get_backend()
+    pytest.importorskip("ipympl")
+    matplotlib.use(backend)
+    from gradexplorer.explorer import computing
+    from gradexplorer.explorer import explorer as module
+
+    monkeypatch.setattr(module, "ipympl_active", lambda: True)
+    monkeypatch.setattr(computing, "SLOW_CHECK", 0.0)  # every check counts as slow
+
+    def f(x):
+        # the finite differences' calls past 0.56 (plain arrays, off the point) fail
+        if isinstance(x, np.ndarray) and x[0] > 0.56 and x[0] != 0.57:
+            raise ValueError("no finite differences past 0.56")
+        return anp.sin(x) * x
+
+    ex = gx.explore(f, np.array([0.5, 0.25, 0.5]))
+    try:
+        assert ex.wait(60)
+        ex.tabs.selected_index = ex.views.index("Check")
+        assert ex.wait(60)
+        art, fig = ex.artists["Check"], ex.figures["Check"]
+        seen = []
+        real = computing.check_grads
+
+        def spy(*a, **k):  # the moment the check starts
+            pixels = np.asarray(fig.canvas.get_renderer().buffer_rgba())[..., :3].copy()
+            seen.append((image_of(art.heatmaps[0]).copy(), pixels))
+            return real(*a, **k)
+
+        monkeypatch.setattr(computing, "check_grads", spy)
+
+        def brightness(pixels, h):
+            x0, y0, x1, y1 = h.ax.bbox.extents.astype(int)
+            rows = slice(pixels.shape[0] - y1, pixels.shape[0] - y0)
+            return pixels[rows, x0:x1].mean()
+
+        old = ex.report.analytic
+        ex.point_sliders[0].value = 0.55  # small moves: the colour scales still fit
+        assert ex.wait(60) and "PASSED" in ex.badge.value
+        (early, veiled), final = seen[-1], np.asarray(fig.canvas.get_renderer().buffer_rgba())
+        np.testing.assert_allclose(early, ex.report.analytic)  # the new point's, first
+        assert not np.allclose(early, old)
+        for h in art.heatmaps[1:]:
+            assert brightness(veiled, h) > brightness(final[..., :3], h) + 20
+        assert not any(a.get_visible() for veil in art.veils for a in veil)
+        good = ex.report.analytic
+        ex.point_sliders[0].value = 0.57  # f raises inside the check
+        assert ex.wait(60) and ex.stale and "no finite differences" in ex.error.value
+        assert not np.allclose(seen[-1][0], good)  # shown first, then withdrawn:
+        np.testing.assert_allclose(image_of(art.heatmaps[0]), good)
+    finally:
+        ex.close()
+
+
 def test_a_live_canvas_keeps_its_last_picture_for_a_saved_notebook(monkeypatch):
     """ipympl's page saves the picture before the last frame (a canvas drawn once was
     saved blank): once frames stop, the canvas stores its last frame as that state."""

@@ -20,7 +20,7 @@ from matplotlib import cbook, colors, font_manager
 from matplotlib.backends.backend_agg import RendererAgg, get_hinting_flag
 from matplotlib.text import Text
 
-__all__ = ["CellValue", "add_cell_value"]
+__all__ = ["CellValue", "add_cell_value", "cell_text"]
 
 
 class CellValue(Text):
@@ -75,6 +75,21 @@ class CellValue(Text):
             and self.get_bbox_patch() is None
             and not self.get_path_effects()
         )
+
+
+def cell_text(v: float) -> str:
+    """A cell's value in three significant digits; NaN and infinities in words.
+
+    >>> [cell_text(v) for v in (0.123456, -1e-9, float("nan"), float("-inf"))]
+    ['0.123', '-1e-09', 'NaN', '-inf']
+    """
+    if onp.isnan(v):
+        return "NaN"
+    if onp.isposinf(v):
+        return "+inf"
+    if onp.isneginf(v):
+        return "-inf"
+    return f"{v:.3g}"
 
 
 def add_cell_value(ax: Any, x: float, y: float, text: str, **kwargs: Any) -> CellValue:

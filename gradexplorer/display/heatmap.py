@@ -20,7 +20,7 @@ from matplotlib import colors
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .celltext import add_cell_value
+from .celltext import add_cell_value, cell_text
 
 __all__ = [
     "Heatmap",
@@ -109,16 +109,6 @@ def _nonfinite_words(M: onp.ndarray) -> str:
         if mask.any():
             parts.append(f"{int(mask.sum())} {name}")
     return ", ".join(parts)
-
-
-def _cell_text(v: float) -> str:
-    if onp.isnan(v):
-        return "NaN"
-    if onp.isposinf(v):
-        return "+inf"
-    if onp.isneginf(v):
-        return "-inf"
-    return f"{v:.3g}"
 
 
 @dataclass
@@ -298,7 +288,7 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
         rgba = h.image.cmap(h.image.norm(onp.ma.masked_invalid(shown)))
         luminance = rgba[:, :3] @ onp.array([0.299, 0.587, 0.114])
         for t, v, lum in zip(h.texts, M.ravel(), luminance):
-            t.set_text(_cell_text(v))
+            t.set_text(cell_text(v))
             t.set_color("white" if lum < 0.45 else "black")
     parts = []
     if h.block != (1, 1):
@@ -323,9 +313,7 @@ def update_heatmap(
     M = _as_matrix(J, out_ndim)
     if M.shape != h.shape:
         return False
-    cells = max(-(-M.shape[0] // h.block[0]), -(-M.shape[1] // h.block[1]))
-    P, _ = pool_max_abs(M, cells)
-    norm = _norm(P, h.kind, h.symlog, vmax)
+    P, norm = _pooled_and_norm(h, M, vmax)
     # a colour scale that still fits is kept: the colourbar need not be redrawn
     h.rescaled = not _scale_fits(h.image.norm, norm)
     if h.rescaled:
@@ -335,6 +323,18 @@ def update_heatmap(
     _update_texts(h, M)
     h.rescaled = h.rescaled or h.caption != caption
     return True
+
+
+def fits_scale(h: Heatmap, J: Any, vmax: float | None = None) -> bool:
+    """Would new values (same shape) keep the heatmap's colour scale?"""
+    M = _as_matrix(J, None)
+    return M.shape == h.shape and _scale_fits(h.image.norm, _pooled_and_norm(h, M, vmax)[1])
+
+
+def _pooled_and_norm(h: Heatmap, M: onp.ndarray, vmax: float | None) -> tuple:
+    cells = max(-(-M.shape[0] // h.block[0]), -(-M.shape[1] // h.block[1]))
+    P, _ = pool_max_abs(M, cells)
+    return P, _norm(P, h.kind, h.symlog, vmax)
 
 
 def _scale_fits(old: Any, new: Any) -> bool:

@@ -61,6 +61,8 @@ class CheckArtists:
     mode: str
     rescaled: bool = True  # did the last update change more than the cells?
     marked: tuple = ()  # the (row, col) of the outlined entries
+    veils: list = field(default_factory=list)  # see checkpreview: maps waiting for a check
+    redraw: bool = False  # changed beyond its cells since last drawn: the next update redraws
 
 
 def plot_check(report: Any, fig: Any = None) -> Figure:
@@ -170,7 +172,10 @@ def update_check(art: CheckArtists, report: Any) -> bool:
     art.fig.suptitle(title, color=color, fontweight="bold")
     marked = art.marked
     _mark_failures(art, report)
-    art.rescaled = retitled or marked != art.marked or any(h.rescaled for h in art.heatmaps)
+    art.rescaled = (
+        art.redraw or retitled or marked != art.marked or any(h.rescaled for h in art.heatmaps)
+    )
+    art.redraw = False
     return True
 
 

@@ -6,17 +6,24 @@ and in the caller's thread otherwise.
 
 from __future__ import annotations
 
+import time
+
 import numpy as onp
 
 from ..check.analytic import analytic_matrix
 from ..check.api import check_grads
 from ..display import plots as P
+from ..display.checkpreview import preview_analytic
 from ..fd.steps import default_step
 from .html import badge_html, status_html, worst_html
 from .views import VIEWS
 from .worker import Cancelled, cancellable
 
 __all__ = ["Computing"]
+
+#: A check that took longer than this (seconds) gets its view's AD Jacobian shown first;
+#: a shorter one is shown as one picture (an early frame costs ~10-20 ms to send and paint).
+SLOW_CHECK = 0.05
 
 
 class Computing:
@@ -36,11 +43,13 @@ class Computing:
         f = cancellable(self.f, lambda: self._is_current(generation))
         self._shown_first = None
         try:
-            if self._jacobian_first():
+            first = self._jacobian_first()
+            if first:
                 A = analytic_matrix(f, *args, wrt=settings["wrt"], precision="native")
                 with self._lock:
                     if self._is_current(generation):
-                        self._show_jacobian(A)
+                        self._show_jacobian(first, A)
+            started = time.perf_counter()
             report = check_grads(
                 f,
                 *args,
@@ -48,12 +57,14 @@ class Computing:
                 precision="native",  # the dtype control chose the precision
                 **settings,
             )
+            self._check_seconds = time.perf_counter() - started
         except Cancelled:
             return
         except Exception as exc:
             with self._lock:
                 if self._is_current(generation):
                     self._fail(exc, "", args)
+                    self._withdraw_first()
                     self.status.value = status_html("idle", generation)
             return
         with self._lock:
@@ -62,22 +73,35 @@ class Computing:
             self._publish(report, args)
             self.status.value = status_html("idle", generation)
 
-    def _jacobian_first(self) -> bool:
-        """Worth drawing the AD Jacobian before the check: live, on the Jacobian tab,
-        with a heatmap that only needs new values."""
-        art = self.artists.get("Jacobian")
-        return (
-            self._worker is not None
-            and self._visible() == "Jacobian"
-            and isinstance(art, P.Heatmap)
-            and not self.stale
-        )
+    def _jacobian_first(self) -> str | None:
+        """The view to give the AD Jacobian before the check, if any: live, with maps
+        that only need new values, on the Jacobian tab, or on the Check tab when the
+        check takes long enough to be waited for."""
+        view = self._visible()
+        art = self.artists.get(view)
+        if self._worker is None or self.stale:
+            return None
+        if view == "Jacobian" and isinstance(art, P.Heatmap):
+            return view
+        slow = self._check_seconds > SLOW_CHECK
+        if view == "Check" and slow and isinstance(art, P.CheckArtists) and art.mode == "full":
+            return view
+        return None
 
-    def _show_jacobian(self, A) -> None:
-        art = self.artists["Jacobian"]
-        if P.update_heatmap(art, A):
-            self._push("Jacobian", art, fresh=False)
-            self._shown_first = A
+    def _show_jacobian(self, view: str, A) -> None:
+        art = self.artists[view]
+        if view == "Check":
+            if preview_analytic(art, A):
+                self._shown_first = (view, A)
+        elif P.update_heatmap(art, A):
+            self._push(view, art, fresh=False)
+            self._shown_first = (view, A)
+
+    def _withdraw_first(self) -> None:
+        """The check failed: the Jacobian shown first goes back to the last good point's."""
+        if self._shown_first is not None and self.report is not None:
+            self._dirty.add(self._shown_first[0])
+            self._redraw_visible()
 
     def _publish(self, report, args) -> None:
         self.report, self.args = report, args
@@ -96,8 +120,9 @@ class Computing:
         first = getattr(self, "_shown_first", None)
         if (
             first is not None
+            and first[0] == "Jacobian"
             and selected == (self.row.value, self.col.value)
-            and onp.array_equal(first, report.analytic)
+            and onp.array_equal(first[1], report.analytic)
         ):
             self._dirty.discard("Jacobian")  # already on the page, drawn before the check
         self._redraw_visible()

@@ -116,6 +116,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.report = None
         self.generation = 0
         self.stale = False
+        self._check_seconds = 0.0  # the last check's time: worth a Jacobian shown first?
         self._dirty: set[str] = set()
         self._closed = False
         self._loading = False
