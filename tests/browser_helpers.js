@@ -285,14 +285,14 @@
   };
 
   // ------------------------------------------------------------------ latency
-  // From the keydown on the focused slider to the last change of any canvas of the
-  // explorer: each animation frame after a draw hashes its canvases; the change is timed
+  // From the keydown on the focused slider to the first and the last change of any canvas
+  // of the explorer: each animation frame after a draw hashes its canvases; the change is timed
   // at the start of the frame that shows it.
   T.lat = null;
   T.startLatency = (k) => {
     if (T.lat) T.lat.stop = true;
     const root = T.explorer(k);
-    const L = { tKey: null, lastChange: null, changes: 0, stableFrames: 0, frames: 0, stop: false,
+    const L = { tKey: null, firstChange: null, lastChange: null, changes: 0, stableFrames: 0, frames: 0, stop: false,
                 status0: T.status(root), hashMs: 0 };
     T.lat = L;
     const onKey = (e) => { if (L.tKey === null) L.tKey = e.timeStamp; };
@@ -309,7 +309,11 @@
       if (h !== prev) {
         prev = h;
         // the frame that shows the change (its start, before this frame's own reading)
-        if (L.tKey !== null) { L.lastChange = frameTime; L.changes++; }
+        if (L.tKey !== null) {
+          if (L.firstChange === null) L.firstChange = frameTime;
+          L.lastChange = frameTime;
+          L.changes++;
+        }
         L.stableFrames = 0;
       } else {
         L.stableFrames++;

@@ -598,10 +598,11 @@ class Session:
         )
         return before, self.readout(k, label)
 
-    def latency(self, k: int, label: str, where: str, presses: int = 7) -> list[float | None]:
-        """Keypress on slider ``label`` to the last repaint of any of the explorer's
-        canvases (ms), measured in the page, once per press (ArrowRight / ArrowLeft)."""
-        times: list[float | None] = []
+    def latency(self, k: int, label: str, where: str, presses: int = 7) -> list[tuple | None]:
+        """Keypress on slider ``label`` to the first and to the last repaint of any of the
+        explorer's canvases (ms, a pair), measured in the page, once per press (ArrowRight /
+        ArrowLeft)."""
+        times: list[tuple | None] = []
         for i in range(presses):
             since = self.generation(k)
             self.focus_slider(k, label)
@@ -633,7 +634,11 @@ class Session:
                 "stableFrames: L.stableFrames, kernelIdle: __gxt.kernelIdle()}; }",
             )
             lat = self.js("() => { const L = __gxt.lat; L.stop = true; return L; }")
-            times.append(None if not lat["changes"] else lat["lastChange"] - lat["tKey"])
+            times.append(
+                None
+                if not lat["changes"]
+                else (lat["firstChange"] - lat["tKey"], lat["lastChange"] - lat["tKey"])
+            )
             self.soft(
                 bool(lat["changes"]),
                 "no repaint after a slider keypress (the picture is stuck)",
@@ -641,7 +646,8 @@ class Session:
                 shot=f"stuck_{where}_{i + 1}" if not lat["changes"] else None,
             )
         self.log(
-            f"{where}: latency {[None if t is None else round(t) for t in times]} ms "
+            f"{where}: latency (first, last repaint) "
+            f"{[None if t is None else tuple(round(v) for v in t) for t in times]} ms "
             f"(the measurement's own slowest frame: {lat['hashMs']:.0f} ms)"
         )
         return times

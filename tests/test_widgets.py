@@ -517,14 +517,15 @@ def test_a_slow_check_shows_its_jacobian_first_under_veils_and_withdraws_it_on_e
         assert ex.wait(60)
         art, fig = ex.artists["Check"], ex.figures["Check"]
         seen = []
-        real = computing.check_grads
+        real = computing.preview_analytic
 
-        def spy(*a, **k):  # the moment the check starts
+        def spy(*a, **k):  # the picture sent while the check goes on
+            shown = real(*a, **k)
             pixels = np.asarray(fig.canvas.get_renderer().buffer_rgba())[..., :3].copy()
-            seen.append((image_of(art.heatmaps[0]).copy(), pixels))
-            return real(*a, **k)
+            seen.append((shown, image_of(art.heatmaps[0]).copy(), pixels))
+            return shown
 
-        monkeypatch.setattr(computing, "check_grads", spy)
+        monkeypatch.setattr(computing, "preview_analytic", spy)
 
         def brightness(pixels, h):
             x0, y0, x1, y1 = h.ax.bbox.extents.astype(int)
@@ -534,7 +535,9 @@ def test_a_slow_check_shows_its_jacobian_first_under_veils_and_withdraws_it_on_e
         old = ex.report.analytic
         ex.point_sliders[0].value = 0.55  # small moves: the colour scales still fit
         assert ex.wait(60) and "PASSED" in ex.badge.value
-        (early, veiled), final = seen[-1], np.asarray(fig.canvas.get_renderer().buffer_rgba())
+        (shown, early, veiled) = seen[-1]
+        final = np.asarray(fig.canvas.get_renderer().buffer_rgba())
+        assert shown and len(seen) == 1  # once, from the check's own Jacobian
         np.testing.assert_allclose(early, ex.report.analytic)  # the new point's, first
         assert not np.allclose(early, old)
         for h in art.heatmaps[1:]:
@@ -543,7 +546,7 @@ def test_a_slow_check_shows_its_jacobian_first_under_veils_and_withdraws_it_on_e
         good = ex.report.analytic
         ex.point_sliders[0].value = 0.57  # f raises inside the check
         assert ex.wait(60) and ex.stale and "no finite differences" in ex.error.value
-        assert not np.allclose(seen[-1][0], good)  # shown first, then withdrawn:
+        assert seen[-1][0] and not np.allclose(seen[-1][1], good)  # shown, then withdrawn:
         np.testing.assert_allclose(image_of(art.heatmaps[0]), good)
     finally:
         ex.close()

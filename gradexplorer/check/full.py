@@ -24,6 +24,7 @@ from .determinism import ROUNDING_SAMPLES, RUNS, backward_spread, rounding_sprea
 from .diagnosis import _kinks, diagnose_pattern, empty_report, noise_notes
 from .judging import judge, make_entry, tolerances
 from .problem import Problem
+from .progress import analytic_ready
 from .report import CheckReport, Entry, verdict_for
 from .rules import (
     _precision_note,
@@ -96,6 +97,8 @@ def full_check(
     y_ad = onp.asarray(p.backend.to_numpy(tr.value))
     vjp = vjp_rule(tr, p.backend, y_ad.dtype)
     A = reverse_rows(vjp, m)
+    if order == 1:
+        analytic_ready(A)
     ngrad = m
     eps = p.eps_matrix()
     atol_, rtol_m = tolerances(eps, atol, rtol)

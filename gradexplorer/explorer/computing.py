@@ -10,8 +10,8 @@ import time
 
 import numpy as onp
 
-from ..check.analytic import analytic_matrix
 from ..check.api import check_grads
+from ..check.progress import on_analytic
 from ..display import plots as P
 from ..display.checkpreview import preview_analytic
 from ..fd.steps import default_step
@@ -42,21 +42,23 @@ class Computing:
         generation, args, settings = request
         f = cancellable(self.f, lambda: self._is_current(generation))
         self._shown_first = None
+        first = self._jacobian_first()
+
+        def show_first(A) -> None:  # the check's own AD Jacobian, before its FD
+            with self._lock:
+                if self._is_current(generation) and self._shown_first is None:
+                    self._show_jacobian(first, A)
+
         try:
-            first = self._jacobian_first()
-            if first:
-                A = analytic_matrix(f, *args, wrt=settings["wrt"], precision="native")
-                with self._lock:
-                    if self._is_current(generation):
-                        self._show_jacobian(first, A)
             started = time.perf_counter()
-            report = check_grads(
-                f,
-                *args,
-                mode="full",
-                precision="native",  # the dtype control chose the precision
-                **settings,
-            )
+            with on_analytic(show_first if first else None):
+                report = check_grads(
+                    f,
+                    *args,
+                    mode="full",
+                    precision="native",  # the dtype control chose the precision
+                    **settings,
+                )
             self._check_seconds = time.perf_counter() - started
         except Cancelled:
             return
