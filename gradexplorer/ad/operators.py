@@ -1,6 +1,6 @@
-"""Reverse-mode operators: grad, value_and_grad, gradient_function and
-disconnected inputs (autograd backend). Lop/Rop live in ``products``, null
-gradients in ``nullgrad``.
+"""Reverse-mode operators: grad, value_and_grad, gradient_function (autograd
+backend). Disconnected inputs' marker and policy live in ``disconnected``,
+Lop/Rop in ``products``, null gradients in ``nullgrad``.
 
 Functions are written with ``autograd.numpy``. Arguments and outputs may be
 nested lists / tuples / dicts of arrays; gradients come back in the
@@ -33,7 +33,15 @@ from ..backends.autograd import getval, trace_vjp
 from ..core.calls import Call, bind_call, check_callable, has_var_positional, parameter_names
 from ..core.outputs import nonfinite_summary as _nonfinite
 from ..core.tree import flatten, float_kind, leaf_of, unflatten
-from ..errors import DisconnectedInputError, DisconnectedInputWarning, NonFiniteWarning
+from ..errors import NonFiniteWarning
+from .disconnected import (
+    DISCONNECTED,
+    DISCONNECTED_CHOICES,
+    RETURN_CHOICES,
+    DisconnectedType,
+    finish_disconnected,
+    like_leaf,
+)
 
 __all__ = [
     "grad",
@@ -46,35 +54,6 @@ __all__ = [
     "defvjp",
     "defjvp",
 ]
-
-_DISCONNECTED_CHOICES = ("raise", "warn", "ignore")
-_RETURN_CHOICES = ("zero", "none", "disconnected")
-
-
-class DisconnectedType:
-    """Marker returned for an input the output does not depend on.
-
-    It stands for a zero that is zero *because* of disconnection.
-
-    >>> DISCONNECTED
-    <disconnected>
-    """
-
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "<disconnected>"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-DISCONNECTED = DisconnectedType()
 
 
 # ---------------------------------------------------------------- helpers
@@ -112,55 +91,6 @@ def _out_name(path, kind):
     from ..core.outputs import output_name
 
     return output_name(path, kind)
-
-
-def finish_disconnected(
-    call: Call,
-    grads: list,
-    connected: Sequence[bool],
-    disconnected_inputs: str,
-    return_disconnected: str,
-) -> list:
-    """Group per-leaf gradients into arguments and apply the disconnected policy.
-
-    An argument is disconnected when none of its leaves reaches the output.
-    """
-    specs = call.specs
-    grads = [_like_leaf(g, s) for g, s in zip(grads, specs)]
-    per_arg = call.per_argument(grads)
-    flags = iter(connected)
-    out = []
-    for sel, g in zip(call.selected, per_arg):
-        ok = any(next(flags) for s in sel.specs if s is not None)
-        if ok:
-            out.append(g)
-            continue
-        name = getattr(call.f, "__name__", "f")
-        msg = (
-            f"the output of {name} does not depend on input {sel.name!r} (argument "
-            f"{sel.position}); its gradient is zero because it is disconnected. Pass "
-            "disconnected_inputs='ignore' if that is intended, or drop it from wrt."
-        )
-        if disconnected_inputs == "raise":
-            raise DisconnectedInputError(sel.name, msg)
-        if disconnected_inputs == "warn":
-            warnings.warn(DisconnectedInputWarning(msg), stacklevel=4)
-        if return_disconnected == "none":
-            g = None
-        elif return_disconnected == "disconnected":
-            g = DISCONNECTED
-        out.append(g)
-    return out
-
-
-def _like_leaf(g: Any, spec) -> Any:
-    """A gradient in the form of its input leaf: a Python float for a float,
-    an array (or numpy scalar) otherwise."""
-    from ..backends.autograd import isbox
-
-    if spec.pytype is not None and not isbox(g) and onp.ndim(g) == 0:
-        return spec.pytype(g)
-    return g
 
 
 def _check_dy(y_value: Any, dy: Any) -> list:
@@ -252,8 +182,8 @@ def grad(
     (27.0, -4.0)
     """
     check_callable(f)
-    _choice(disconnected_inputs, _DISCONNECTED_CHOICES, "disconnected_inputs")
-    _choice(return_disconnected, _RETURN_CHOICES, "return_disconnected")
+    _choice(disconnected_inputs, DISCONNECTED_CHOICES, "disconnected_inputs")
+    _choice(return_disconnected, RETURN_CHOICES, "return_disconnected")
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -407,7 +337,7 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
 
         tr = trace_vjp(scalarized, call.values)
         grads = tr.backward(_one_like(tr.value))
-        grads = [_like_leaf(g, s) for g, s in zip(grads, call.specs)]
+        grads = [like_leaf(g, s) for g, s in zip(grads, call.specs)]
         return tuple(call.per_argument(grads))
 
     return g
