@@ -22,6 +22,7 @@ import platform
 import re
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 from browser_util import (
     ARTIFACTS,
@@ -72,7 +73,7 @@ def test_a_users_session_in_jupyterlab(tmp_path):
             _reload(s, timings)
             timings["reload"] = time.monotonic() - t
             t = time.monotonic()
-            _reopen_saved(s)
+            _reopen_saved(s, tmp_path / "root")
             timings["reopen"] = time.monotonic() - t
             t = time.monotonic()
             _course(s)
@@ -206,7 +207,49 @@ def _examples(s: Session, latency: dict, timings: dict) -> None:
         s.soft(False, "a user sees an error or warning in the notebook", f"examples: {problem}")
 
 
-def _reopen_saved(s: Session) -> None:
+MODEL_NOT_FOUND = "Error displaying widget: model not found"
+
+
+def _models_missing_from(notebook: Path) -> list[str]:
+    """The widget models a saved notebook's outputs need (the displayed ones and all
+    they refer to) that its saved widget state lacks."""
+    nb = json.loads(notebook.read_text())
+    saved = nb["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    state = saved.get("state", {})
+    needed = [
+        out["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for cell in nb["cells"]
+        for out in cell.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in out.get("data", {})
+    ]
+    seen, missing = set(), []
+    while needed:
+        model = needed.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        if model not in state:
+            missing.append(model)
+            continue
+        needed += re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(state[model]["state"]))
+    return missing
+
+
+def _saved_explorers_shown(s: Session, name: str) -> int:
+    """Wait until each of the five saved explorers is on the page or its output says the
+    widget manager did not find its model; returns how many said so."""
+    s.wait(
+        """([n, text]) => __gxt.explorers().length + [...document.querySelectorAll(
+              '.jp-OutputArea-output')].filter(o => o.textContent.includes(text)).length === n""",
+        [len(NAMES), MODEL_NOT_FOUND],
+        timeout=60,
+        what=f"the five saved explorers of {name} to be on the page",
+        state="() => __gxt.explorers().length + ' explorers'",
+    )
+    return len(NAMES) - s.js("() => __gxt.explorers().length")
+
+
+def _reopen_saved(s: Session, root: Path) -> None:
     """A saved lecture opened again: its explorers show their last pictures (the
     widgets' state saved with the notebook), not "Error displaying widget"."""
     name = "browser_examples.ipynb"
@@ -225,14 +268,24 @@ def _reopen_saved(s: Session) -> None:
             timeout=60,
             what=f"{name} to close",
         )
+    missing = _models_missing_from(root / name)
+    s.soft(not missing, "the saved notebook lacks widget models its outputs need", str(missing))
     with s.step(f"open the saved {name} again (a fresh kernel, no cell run)"):
         s.open_from_file_browser(name)
-        s.wait(
-            "() => __gxt.explorers().length === 5",
-            timeout=60,
-            what="the five saved explorers to be on the page",
-            state="() => __gxt.explorers().length + ' explorers'",
+        not_found = _saved_explorers_shown(s, name)
+    if not_found and not missing:
+        # Every model is in the file (checked above), yet the widget manager said "not
+        # found": jupyterlab-manager's race on opening (a second restore, started by the
+        # kernel's "connected", marks the manager restored while the notebook's models are
+        # still being created; seen once, under heavy load). A user reloads the page.
+        s.findings.notes.append(
+            f"reopened {name}: {not_found} explorer(s) hit jupyterlab-manager's restore "
+            "race (model saved, reported not found); shown after a page reload"
         )
+        with s.step(f"reload the reopened {name}"):
+            s.reload(name)
+            not_found = _saved_explorers_shown(s, name)
+    s.soft(not not_found, "a saved notebook reopened says a widget model was not found", name)
     s.shot("reopened_page")
     for k, example in enumerate(NAMES):
         where = f"reopened/{example}"
