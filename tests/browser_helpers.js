@@ -256,6 +256,26 @@
   document.addEventListener('pointerdown', (e) => {
     T.lastDown = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
   }, true);
+  T.lastUp = null;
+  document.addEventListener('pointerup', (e) => {
+    T.lastUp = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
+  }, true);
+  // every tab that became current or stopped being it (to tell a click never taken from
+  // one taken and then undone)
+  T.tabLog = [];
+  new MutationObserver((records) => {
+    for (const r of records) {
+      const t = r.target;
+      if (!t.classList || !t.classList.contains('lm-TabBar-tab')) continue;
+      const was = (r.oldValue || '').split(/\s+/).includes('lm-mod-current');
+      const now = t.classList.contains('lm-mod-current');
+      if (was !== now) {
+        T.tabLog.push({ t: Math.round(performance.now()), title: t.textContent.trim(), current: now });
+        if (T.tabLog.length > 60) T.tabLog.shift();
+      }
+    }
+  }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ['class'],
+                              attributeOldValue: true });
 
   // ------------------------------------------------------------------ layout-shift audit
   // Per frame, each explorer's tab bar in document coordinates (scroll removed): when

@@ -501,10 +501,18 @@ class Session:
                     )
                     continue
                 self.shot(f"FAIL_click_{_slug(where)}_{_slug(title)}")
+                trace = self.js(
+                    """(k) => ({up: __gxt.lastUp, bars: __gxt.explorer(k)
+                        .querySelectorAll('.lm-TabBar').length, log: __gxt.tabLog.filter(
+                        e => !__gxt.lastDown || e.t >= __gxt.lastDown.t - 1)})""",
+                    k,
+                )
                 raise AssertionError(
                     f"{where}: clicking tab {title!r} at ({hit['x']:.0f}, {hit['y']:.0f}) "
                     f"did not select it; under the pointer before: {hit['hit']}; "
-                    f"pointerdown went to {down}"
+                    f"pointerdown went to {down}; pointerup to {trace['up']}; tab bars in "
+                    f"the explorer: {trace['bars']}; tabs made current or not since the "
+                    f"pointerdown: {trace['log']}"
                 ) from None
         raise AssertionError(f"{where}: could not click tab {title!r} in 3 attempts")
 
