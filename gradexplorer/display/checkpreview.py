@@ -1,9 +1,11 @@
 """A check figure's analytic map, shown before its check ends.
 
 A large check takes several times longer than the AD Jacobian alone. The
-explorer draws the new Jacobian at once and veils the three maps that wait
+explorer draws the new Jacobian at once and labels the three maps that wait
 for the check ("checking…"), so that no map on screen claims to be newer
-than it is; the check's own redraw lifts the veils.
+than it is; the check's own redraw removes the labels. A label in an opaque
+box, not a veil over the whole map: the frame sent is the new map and three
+small boxes, a tenth of the pixels (a large check's maps do not compress).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as onp
-from matplotlib.patches import Rectangle
 
 from .heatmap import blit_heatmap, fits_scale, update_heatmap
 
@@ -21,7 +22,7 @@ PENDING_TEXT = "checking…"
 
 
 def preview_analytic(art: Any, A: Any) -> bool:
-    """Draw ``A`` on the analytic map of a check figure and veil the other maps.
+    """Draw ``A`` on the analytic map of a check figure and label the other maps.
 
     Sends only the maps' cells (a blit). Returns False, drawing nothing and
     changing nothing, when ``A`` needs more than that (another shape, or a
@@ -34,7 +35,7 @@ def preview_analytic(art: Any, A: Any) -> bool:
     >>> fig = Figure()
     >>> art = draw_check(gx.check_grads(np.sin, np.ones(3)), FigureCanvasAgg(fig).figure)
     >>> fig.canvas.draw()
-    >>> preview_analytic(art, np.diag(np.cos(np.ones(3)) * 1.01)), len(art.veils)
+    >>> preview_analytic(art, np.diag(np.cos(np.ones(3)) * 1.01)), len(art.pending_labels)
     (True, 3)
     """
     if art.mode != "full" or len(art.heatmaps) != 4:
@@ -50,25 +51,20 @@ def preview_analytic(art: Any, A: Any) -> bool:
         art.redraw = True
         return False
     blit_heatmap(first, send=False)
-    if not art.veils:
-        art.veils = [_veil(h.ax) for h in art.heatmaps[1:]]
-    for h, veil in zip(art.heatmaps[1:], art.veils):
-        blit_heatmap(h, send=False)  # the last check's cells, under one veil, not two
-        for artist in veil:
-            artist.set_visible(True)
-            h.ax.draw_artist(artist)
-            # never part of a full redraw: only the check's own picture lifts a veil
-            artist.set_visible(False)
+    if not art.pending_labels:
+        art.pending_labels = [_pending_label(h.ax) for h in art.heatmaps[1:]]
+    for h, label in zip(art.heatmaps[1:], art.pending_labels):
+        # opaque: drawn again over itself (a newer change, the check not done) it looks
+        # the same; never part of a full redraw, only the check's own picture removes it
+        label.set_visible(True)
+        h.ax.draw_artist(label)
+        label.set_visible(False)
     art.fig.canvas.blit(art.fig.bbox)
     return True
 
 
-def _veil(ax: Any) -> tuple:
-    cover = Rectangle(
-        (0, 0), 1, 1, transform=ax.transAxes, facecolor="white", alpha=0.6, lw=0, visible=False
-    )
-    ax.add_patch(cover)
-    label = ax.text(
+def _pending_label(ax: Any) -> Any:
+    return ax.text(
         0.5,
         0.5,
         PENDING_TEXT,
@@ -77,6 +73,7 @@ def _veil(ax: Any) -> tuple:
         va="center",
         fontsize=12,
         color="#333333",
+        bbox=dict(boxstyle="round,pad=0.5", facecolor="white", edgecolor="#888888", alpha=1.0),
         visible=False,
+        zorder=10,
     )
-    return cover, label

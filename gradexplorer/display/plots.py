@@ -61,7 +61,7 @@ class CheckArtists:
     mode: str
     rescaled: bool = True  # did the last update change more than the cells?
     marked: tuple = ()  # the (row, col) of the outlined entries
-    veils: list = field(default_factory=list)  # see checkpreview: maps waiting for a check
+    pending_labels: list = field(default_factory=list)  # see checkpreview: "checking…"
     redraw: bool = False  # changed beyond its cells since last drawn: the next update redraws
 
 
