@@ -263,7 +263,7 @@
   // every tab that became current or stopped being it (to tell a click never taken from
   // one taken and then undone)
   T.tabLog = [];
-  new MutationObserver((records) => {
+  const tabObserver = new MutationObserver((records) => {
     for (const r of records) {
       const t = r.target;
       if (!t.classList || !t.classList.contains('lm-TabBar-tab')) continue;
@@ -274,8 +274,11 @@
         if (T.tabLog.length > 60) T.tabLog.shift();
       }
     }
-  }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ['class'],
-                              attributeOldValue: true });
+  });
+  // this script runs before the page has a body
+  const watchTabs = () => tabObserver.observe(document.body, {
+    subtree: true, attributes: true, attributeFilter: ['class'], attributeOldValue: true });
+  if (document.body) watchTabs(); else document.addEventListener('DOMContentLoaded', watchTabs);
 
   // ------------------------------------------------------------------ layout-shift audit
   // Per frame, each explorer's tab bar in document coordinates (scroll removed): when
