@@ -554,6 +554,33 @@ def test_a_slow_check_shows_its_jacobian_first_and_withdraws_it_on_error(monkeyp
         ex.close()
 
 
+def test_a_drawing_error_in_the_early_jacobian_is_not_blamed_on_f(monkeypatch):
+    backend = matplotlib.get_backend()
+    pytest.importorskip("ipympl")
+    matplotlib.use(backend)
+    from gradexplorer.explorer import computing
+    from gradexplorer.explorer import explorer as module
+
+    monkeypatch.setattr(module, "ipympl_active", lambda: True)
+    monkeypatch.setattr(computing, "SLOW_CHECK", 0.0)
+
+    def broken(art, A):
+        raise RuntimeError("the canvas is gone")
+
+    monkeypatch.setattr(computing, "preview_analytic", broken)
+    ex = gx.explore(lambda x: anp.sin(x) * x, np.array([0.5, 0.25, 0.5]))
+    try:
+        assert ex.wait(60)
+        ex.tabs.selected_index = ex.views.index("Check")
+        assert ex.wait(60)
+        ex.point_sliders[0].value = 0.55
+        assert ex.wait(60)
+        assert "PASSED" in ex.badge.value and not ex.stale  # the check went on and was shown
+        assert ex.report.analytic[0, 0] == pytest.approx(np.cos(0.55) * 0.55 + np.sin(0.55))
+    finally:
+        ex.close()
+
+
 def test_a_live_canvas_keeps_its_last_picture_for_a_saved_notebook(monkeypatch):
     """ipympl's page saves the picture before the last frame (a canvas drawn once was
     saved blank): once frames stop, the canvas stores its last frame as that state."""

@@ -47,7 +47,10 @@ class Computing:
         def show_first(A) -> None:  # the check's own AD Jacobian, before its FD
             with self._lock:
                 if self._is_current(generation) and self._shown_first is None:
-                    self._show_jacobian(first, A)
+                    try:
+                        self._show_jacobian(first, A)
+                    except Exception as exc:  # a drawing error is not f's: the check goes on
+                        self._show_error(exc, f"while drawing the {first} view")
 
         try:
             started = time.perf_counter()
