@@ -6,7 +6,7 @@ millisecond for a short number): for a small Check view that was more than
 the rest of its redraw. On an Agg canvas (the explorer's, and every PNG) a
 :class:`CellValue` draws its one centred line as an image rendered once per
 string, font and size; on other canvases (PDF, SVG) and for anything else
-(rotation, several lines, math, a box, path effects) it is an ordinary
+(rotation, several lines, math, a box, path effects, clipping) it is an ordinary
 :class:`~matplotlib.text.Text`.
 """
 
@@ -36,9 +36,7 @@ class CellValue(Text):
         if not self._stampable(renderer):
             super().draw(renderer)
             return
-        x, y = self.get_transform().transform(
-            (float(self.convert_xunits(self._x)), float(self.convert_yunits(self._y)))
-        )
+        x, y = self.get_transform().transform(self.get_unitless_position())
         if not (onp.isfinite(x) and onp.isfinite(y)):
             return
         prop = self.get_fontproperties()
@@ -55,7 +53,6 @@ class CellValue(Text):
             image[..., :3] = onp.round(onp.multiply(rgba[:3], 255)).astype(onp.uint8)
             image[..., 3] = coverage if rgba[3] == 1 else onp.round(coverage * rgba[3])
             gc = renderer.new_gc()
-            self._set_gc_clip(gc)
             renderer.draw_image(gc, round(x + left), round(y + bottom), image)
             gc.restore()
         self.stale = False
@@ -65,6 +62,7 @@ class CellValue(Text):
         return (
             isinstance(renderer, RendererAgg)
             and self.get_visible()
+            and not self.get_clip_on()
             and bool(text)
             and "\n" not in text
             and not cbook.is_math_text(text)
