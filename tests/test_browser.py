@@ -467,7 +467,7 @@ def _write_latency(latency: dict, findings: Findings) -> None:
         "and to the last repaint of any canvas of that explorer, measured in the page: every "
         "animation frame after a draw hashes the explorer's canvases; done when the explorer "
         "is idle and nothing changed for 30 frames. A view whose check is slow shows the AD "
-        "Jacobian first (its other maps veiled, 'checking…'), the check last. Medians of 7 "
+        "Jacobian first (its other maps labelled 'checking…'), the check last. Medians of 7 "
         "keypresses; written by `tests/test_browser.py`.",
         "",
         f"Measured {meta['measured']} on {meta['machine']} ({meta['browser']}); "
