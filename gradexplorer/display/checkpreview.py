@@ -24,9 +24,9 @@ PENDING_TEXT = "checking…"
 def preview_analytic(art: Any, A: Any) -> bool:
     """Draw ``A`` on the analytic map of a check figure and label the other maps.
 
-    Sends only the maps' cells (a blit). Returns False, drawing nothing and
-    changing nothing, when ``A`` needs more than that (another shape, or a
-    colour scale that no longer fits): the check's redraw then does it all.
+    Sends only the maps' cells (a blit). Returns False and draws nothing when
+    ``A`` needs more than that (another shape, a colour scale that no longer
+    fits, a caption that changes): the check's picture is then drawn whole.
 
     >>> import numpy as np, gradexplorer as gx
     >>> from matplotlib.figure import Figure
