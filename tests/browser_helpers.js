@@ -44,11 +44,22 @@
   // every kernel message (sent or received) stamps lastMsg: "quiet" is the fallback
   // for the explorer's status element until it exists
   T.lastMsg = performance.now();
+  T.commLog = [];
   T.hookedKernel = null;
   T.hookKernel = () => {
     const k = T.kernel();
     if (!k || T.hookedKernel === k) return Boolean(k);
-    k.anyMessage.connect(() => { T.lastMsg = performance.now(); });
+    k.anyMessage.connect((_, args) => {
+      T.lastMsg = performance.now();
+      // widget traffic, to tell after a failed click what the kernel and the page said
+      const m = args.msg, c = m.content || {}, d = c.data || {};
+      if (m.header.msg_type !== 'comm_msg' && m.header.msg_type !== 'comm_open') return;
+      T.commLog.push({ t: Math.round(T.lastMsg), dir: args.direction, type: m.header.msg_type,
+                       method: d.method, comm: (c.comm_id || '').slice(0, 8),
+                       keys: Object.keys(d.state || {}).slice(0, 6),
+                       selected: d.state ? d.state.selected_index : undefined });
+      if (T.commLog.length > 300) T.commLog.shift();
+    });
     T.hookedKernel = k;
     return true;
   };
@@ -89,6 +100,36 @@
   T.currentTab = (k) => {
     const t = T.tabs(T.explorer(k)).find((t) => t.classList.contains('lm-mod-current'));
     return t ? t.textContent.trim() : null;
+  };
+  // The lumino TabBar behind explorer k's tab bar, and the ipywidgets Tab model it shows:
+  // what a failed click leaves behind (attached? a drag pending? the model's index?).
+  T.luminoOf = (node) => {
+    const p = T.panel();
+    if (!p) return null;
+    const stack = [p];
+    while (stack.length) {
+      const w = stack.pop();
+      if (w.node === node) return w;
+      if (w.node && !w.node.contains(node)) continue;
+      if (typeof w.children === 'function') for (const c of w.children()) stack.push(c);
+    }
+    return null;
+  };
+  T.tabBarState = (k) => {
+    const bar = T.luminoOf(T.tabBar(T.explorer(k)));
+    if (!bar) return { found: false };
+    const view = bar.parent && bar.parent._view, model = view && view.model;
+    const drag = bar._dragData;
+    return {
+      found: true, attached: bar.isAttached, visible: bar.isVisible, disposed: bar.isDisposed,
+      currentIndex: bar.currentIndex, titles: bar.titles.length,
+      drag: drag ? { index: drag.index, active: drag.dragActive } : null,
+      modelIndex: model ? model.get('selected_index') : 'no model',
+      pendingMsgs: model ? model._pending_msgs : null,
+      msgBuffer: model ? model._msg_buffer : null,
+      expectedEcho: model && model._expectedEchoMsgIds ? [...model._expectedEchoMsgIds.keys()] : null,
+      comm: model && model.comm ? String(model.comm.comm_id).slice(0, 8) : null,
+    };
   };
   T.status = (root) => {
     const s = root.querySelector('.gx-status [data-state]');
@@ -254,7 +295,10 @@
   // the last pointerdown anywhere: where and on what
   T.lastDown = null;
   document.addEventListener('pointerdown', (e) => {
-    T.lastDown = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
+    const down = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
+    T.lastDown = down;
+    // after dispatch: did a handler (lumino's TabBar does) take the press?
+    setTimeout(() => { down.defaultPrevented = e.defaultPrevented; }, 0);
   }, true);
   T.lastUp = null;
   document.addEventListener('pointerup', (e) => {

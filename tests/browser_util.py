@@ -502,17 +502,24 @@ class Session:
                     continue
                 self.shot(f"FAIL_click_{_slug(where)}_{_slug(title)}")
                 trace = self.js(
-                    """(k) => ({up: __gxt.lastUp, bars: __gxt.explorer(k)
-                        .querySelectorAll('.lm-TabBar').length, log: __gxt.tabLog.filter(
-                        e => !__gxt.lastDown || e.t >= __gxt.lastDown.t - 1)})""",
+                    """(k) => { const T = __gxt, t0 = T.lastDown ? T.lastDown.t : 0;
+                        return {up: T.lastUp, bars: T.explorer(k).querySelectorAll('.lm-TabBar')
+                        .length, log: T.tabLog.filter(e => e.t >= t0 - 1),
+                        lumino: T.tabBarState(k), comms: T.commLog.filter(e => e.t >= t0 - 3000)
+                        .map(e => JSON.stringify(e))}; }""",
                     k,
+                )
+                self.log(
+                    f"{where}: the click on {title!r} failed; widget messages from 3 s "
+                    f"before it: " + "\n".join(trace["comms"])
                 )
                 raise AssertionError(
                     f"{where}: clicking tab {title!r} at ({hit['x']:.0f}, {hit['y']:.0f}) "
                     f"did not select it; under the pointer before: {hit['hit']}; "
                     f"pointerdown went to {down}; pointerup to {trace['up']}; tab bars in "
                     f"the explorer: {trace['bars']}; tabs made current or not since the "
-                    f"pointerdown: {trace['log']}"
+                    f"pointerdown: {trace['log']}; lumino's tab bar and its model: "
+                    f"{trace['lumino']}"
                 ) from None
         raise AssertionError(f"{where}: could not click tab {title!r} in 3 attempts")
 
