@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as onp
 
-from .heatmap import blit_heatmap, fits_scale, update_heatmap
+from .heatmap import blit_heatmap, update_heatmap
+from .values import max_abs
 
 __all__ = ["preview_analytic", "PENDING_TEXT"]
 
@@ -42,11 +43,8 @@ def preview_analytic(art: Any, A: Any) -> bool:
         return False
     first = art.heatmaps[0]
     M = onp.asarray(A, dtype=float)
-    finite = onp.abs(M[onp.isfinite(M)])
-    vmax = float(finite.max()) if finite.size and finite.max() > 0 else None
-    if not fits_scale(first, M, vmax):
+    if not update_heatmap(first, M, vmax=max_abs(M), keep_scale=True):
         return False
-    update_heatmap(first, M, vmax=vmax)
     if first.rescaled:  # its caption changed: the check's picture must be drawn whole
         art.redraw = True
         return False

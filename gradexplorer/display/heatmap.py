@@ -21,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .celltext import add_cell_value, cell_text
+from .values import MAX_CELLS, as_matrix, pool_max_abs
 
 __all__ = [
     "Heatmap",
@@ -34,9 +35,6 @@ __all__ = [
 
 
 ANNOTATE_MAX = 12  # matrices up to 12 x 12 get their values written in the cells
-
-
-MAX_CELLS = 128  # larger matrices are pooled down to at most this many cells a side
 
 
 SIGNED_CMAP = "RdBu_r"
@@ -61,46 +59,6 @@ TICK_FONT = 8  # points: 11 px at 100 dpi, readable when projected
 
 
 BAD_COLOR = "#9e9e9e"
-
-
-def pool_max_abs(M: Any, max_cells: int = MAX_CELLS) -> tuple[onp.ndarray, tuple[int, int]]:
-    """Pool M in blocks, keeping in each the entry of largest magnitude (NaN first).
-
-    Returns ``(pooled, (block_rows, block_cols))``.
-
-    >>> M = onp.zeros((300, 300)); M[123, 45] = -7.0
-    >>> P, block = pool_max_abs(M, 100)
-    >>> P.shape, block, P.min()
-    ((100, 100), (3, 3), -7.0)
-    """
-    M = onp.asarray(M, dtype=float)
-    m, n = M.shape
-    br, bc = max(1, -(-m // max_cells)), max(1, -(-n // max_cells))
-    if br == 1 and bc == 1:
-        return M, (1, 1)
-    pm, pn = -(-m // br), -(-n // bc)
-    padded = onp.zeros((pm * br, pn * bc))
-    padded[:m, :n] = M
-    blocks = padded.reshape(pm, br, pn, bc).transpose(0, 2, 1, 3).reshape(pm, pn, br * bc)
-    magnitude = onp.where(onp.isnan(blocks), onp.inf, onp.abs(blocks))
-    pick = onp.argmax(magnitude, axis=2)
-    return onp.take_along_axis(blocks, pick[..., None], axis=2)[..., 0], (br, bc)
-
-
-def _as_matrix(J: Any, out_ndim: int | None = None) -> onp.ndarray:
-    J = getattr(J, "jacobian", J)
-    J = onp.asarray(J)
-    if onp.iscomplexobj(J):
-        raise TypeError(
-            "plot_jacobian draws real matrices; for a complex Jacobian use "
-            "gx.real_jacobian(f) (or plot_complex_blocks(f, *args))."
-        )
-    if J.ndim == 2:
-        return J.astype(float)
-    if J.ndim < 2:
-        return J.reshape(1, -1).astype(float)
-    k = J.ndim - J.ndim // 2 if out_ndim is None else out_ndim
-    return J.reshape(int(onp.prod(J.shape[:k])), -1).astype(float)
 
 
 def _nonfinite_words(M: onp.ndarray) -> str:
@@ -228,7 +186,7 @@ def plot_jacobian(
     >>> [t.get_text() for t in h.texts]
     ['1', '-2', 'NaN', '+inf']
     """
-    M = _as_matrix(J, out_ndim)
+    M = as_matrix(J, out_ndim)
     ax = _new_axes(ax, None)
     P, block = pool_max_abs(M, max_cells)
     # room for the next point's values from the start: the first move of an explorer
@@ -304,18 +262,26 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
 
 
 def update_heatmap(
-    h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float | None = None
+    h: Heatmap,
+    J: Any,
+    out_ndim: int | None = None,
+    vmax: float | None = None,
+    *,
+    keep_scale: bool = False,
 ) -> bool:
     """Redraw an existing heatmap with new values (same shape): ``set_data``
-    and ``set_norm``, no new artists. Returns False when the shape changed
-    (the caller then draws afresh).
+    and ``set_norm``, no new artists. Returns False, changing nothing, when the
+    shape changed (the caller then draws afresh) or, with ``keep_scale``, when
+    the values no longer fit the colour scale.
     """
-    M = _as_matrix(J, out_ndim)
+    M = as_matrix(J, out_ndim)
     if M.shape != h.shape:
         return False
     P, norm = _pooled_and_norm(h, M, vmax)
     # a colour scale that still fits is kept: the colourbar need not be redrawn
     h.rescaled = not _scale_fits(h.image.norm, norm)
+    if h.rescaled and keep_scale:
+        return False
     if h.rescaled:
         h.image.set_norm(_with_headroom(norm))
     h.image.set_data(_display(P, h.kind, h.image.norm))
@@ -323,12 +289,6 @@ def update_heatmap(
     _update_texts(h, M)
     h.rescaled = h.rescaled or h.caption != caption
     return True
-
-
-def fits_scale(h: Heatmap, J: Any, vmax: float | None = None) -> bool:
-    """Would new values (same shape) keep the heatmap's colour scale?"""
-    M = _as_matrix(J, None)
-    return M.shape == h.shape and _scale_fits(h.image.norm, _pooled_and_norm(h, M, vmax)[1])
 
 
 def _pooled_and_norm(h: Heatmap, M: onp.ndarray, vmax: float | None) -> tuple:

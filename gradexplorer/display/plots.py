@@ -29,6 +29,7 @@ from .heatmap import (  # noqa: F401 - re-exported: plot is the display API
     update_heatmap,
 )
 from .selection import mark_selection  # noqa: F401 - re-exported
+from .values import max_abs
 
 __all__ = [
     "plot_jacobian",
@@ -122,7 +123,7 @@ def draw_check(report: Any, fig: Any = None) -> CheckArtists:
         col_blocks=report.column_blocks,
     )
     labels.update(axis_labels(report))
-    vmax = _shared_vmax(report)
+    vmax = max_abs(report.numeric, report.analytic)
     heatmaps = [
         plot_jacobian(report.analytic, axes[0], title="analytic (AD)", vmax=vmax, **labels),
         plot_jacobian(report.numeric, axes[1], title="numeric (FD)", vmax=vmax, **labels),
@@ -153,17 +154,11 @@ def axis_labels(report: Any) -> dict:
     return {"xlabel": xlabel + " (flattened)", "ylabel": ylabel + " (flattened)"}
 
 
-def _shared_vmax(report) -> float | None:
-    both = onp.concatenate([report.numeric.ravel(), report.analytic.ravel()])
-    both = onp.abs(both[onp.isfinite(both)])
-    return float(both.max()) if both.size and both.max() > 0 else None
-
-
 def update_check(art: CheckArtists, report: Any) -> bool:
     """Redraw a check figure in place; False when the layout must change."""
     if art.mode != "full" or report.analytic is None or report.shape != art.shape:
         return False
-    vmax = _shared_vmax(report)
+    vmax = max_abs(report.numeric, report.analytic)
     mats = (report.analytic, report.numeric, report.abs_err, report.violation)
     for h, M, v in zip(art.heatmaps, mats, (vmax, vmax, None, None)):
         update_heatmap(h, M, vmax=v)
