@@ -58,7 +58,7 @@
                        method: d.method, comm: (c.comm_id || '').slice(0, 8),
                        keys: Object.keys(d.state || {}).slice(0, 6),
                        selected: d.state ? d.state.selected_index : undefined });
-      if (T.commLog.length > 300) T.commLog.shift();
+      if (T.commLog.length > 3000) T.commLog.shift();
     });
     T.hookedKernel = k;
     return true;

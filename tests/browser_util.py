@@ -510,8 +510,9 @@ class Session:
                     k,
                 )
                 self.log(
-                    f"{where}: the click on {title!r} failed; widget messages from 3 s "
-                    f"before it: " + "\n".join(trace["comms"])
+                    f"{where}: the click on {title!r} failed; pointerdown listeners on the "
+                    f"tab and its ancestors: {self._pointerdown_listeners(k, title)}; widget "
+                    "messages from 3 s before it: " + "\n".join(trace["comms"])
                 )
                 raise AssertionError(
                     f"{where}: clicking tab {title!r} at ({hit['x']:.0f}, {hit['y']:.0f}) "
@@ -522,6 +523,38 @@ class Session:
                     f"{trace['lumino']}"
                 ) from None
         raise AssertionError(f"{where}: could not click tab {title!r} in 3 attempts")
+
+    def _pointerdown_listeners(self, k: int, title: str) -> list[str]:
+        """Every pointerdown listener from tab ``title``'s label up to the window, as
+        the browser's debugger sees them (which element, capture or not, where)."""
+        try:
+            cdp = self.page.context.new_cdp_session(self.page)
+            chain = cdp.send(
+                "Runtime.evaluate",
+                {
+                    "expression": f"""(() => {{ const t = __gxt.tabs(__gxt.explorer({k}))
+                        .find(t => t.textContent.trim() === {title!r});
+                        const out = []; for (let e = t; e; e = e.parentElement) out.push(e);
+                        out.push(document, window); return out; }})()"""
+                },
+            )["result"]["objectId"]
+            props = cdp.send("Runtime.getProperties", {"objectId": chain, "ownProperties": True})
+            found = []
+            for prop in props["result"]:
+                if not prop["name"].isdigit():
+                    continue
+                obj = prop["value"]["objectId"]
+                what = prop["value"].get("description", "?")[:60]
+                for ls in cdp.send("DOMDebugger.getEventListeners", {"objectId": obj})["listeners"]:
+                    if ls["type"] == "pointerdown":
+                        found.append(
+                            f"{prop['name']}:{what} capture={ls['useCapture']} "
+                            f"script={ls['scriptId']}:{ls['lineNumber']}:{ls['columnNumber']}"
+                        )
+            cdp.detach()
+            return found
+        except Exception as exc:  # a diagnostic must not hide the failure it describes
+            return [f"(could not read them: {exc})"]
 
     def tab_titles(self, k: int) -> list[str]:
         return self.js("(k) => __gxt.tabTitles(k)", k)
