@@ -171,6 +171,34 @@ def test_close_releases_figures_and_every_widget_model():
     assert left == []  # layouts and styles included: each is a model on the page
 
 
+def test_running_a_cell_again_closes_the_explorers_its_last_run_made(monkeypatch):
+    import IPython
+
+    from gradexplorer.explorer import rerun
+
+    request = {"metadata": {"cellId": "cell-a"}, "header": {"msg_id": "run-1"}}
+    kernel = type("Kernel", (), {"get_parent": lambda self, channel=None: request})()
+    shell = type("Shell", (), {"kernel": kernel})()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert rerun.running_cell() == ("cell-a", "run-1")
+    first = gx.explore(lambda x: anp.sin(x), anp.ones(2))
+    twin = gx.explore(lambda x: anp.cos(x), anp.ones(2))  # the same run: both kept
+    request["metadata"]["cellId"] = "cell-b"
+    other = gx.explore(lambda x: anp.exp(x), anp.ones(2))  # another cell: kept
+    request.update(metadata={"cellId": "cell-a"}, header={"msg_id": "run-2"})
+    again = gx.explore(lambda x: anp.sin(x), anp.ones(2))
+    try:
+        assert first._closed and twin._closed and first.figures == {} and twin.figures == {}
+        assert not other._closed and not again._closed
+        request["metadata"] = {}  # a front end that sends no cell id: nothing is closed
+        assert rerun.running_cell() is None
+        gx.explore(lambda x: anp.sin(x), anp.ones(2)).close()
+        assert not again._closed
+    finally:
+        for ex in (other, again):
+            ex.close()
+
+
 def test_where_view_names_the_culprit(explorer, tmp_path):
     case = next(c for c in CASES if c.name == "transposed")
     ex = explorer(case.f, *case.args)

@@ -34,6 +34,7 @@ from .html import (
     stale_badge_html,
     status_html,
 )
+from .rerun import file_under_cell
 from .views import (
     FIGSIZE,
     VIEWS,
@@ -165,6 +166,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             self.worst,
         ]
         self._worker = Worker(self._compute) if self.asynchronous else None
+        file_under_cell(self)  # a cell run again replaces its output: close the old explorers
         if f is None:
             self._load_example(self.gallery_menu.value)
         else:
