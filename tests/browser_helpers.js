@@ -297,12 +297,25 @@
   document.addEventListener('pointerdown', (e) => {
     const down = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
     T.lastDown = down;
+    // a press on a tab bar: lumino's state as the press arrives (a drag still pending
+    // from an earlier press makes lumino ignore this one)
+    try {
+      const barNode = e.target.closest && e.target.closest('.lm-TabBar');
+      const bar = barNode && T.luminoOf(barNode);
+      if (bar) {
+        down.bar = { attached: bar.isAttached, current: bar.currentIndex,
+                     drag: bar._dragData ? { index: bar._dragData.index,
+                                             active: bar._dragData.dragActive } : null };
+      }
+    } catch (err) { down.bar = String(err); }
     // after dispatch: did a handler (lumino's TabBar does) take the press?
     setTimeout(() => { down.defaultPrevented = e.defaultPrevented; }, 0);
   }, true);
   T.lastUp = null;
   document.addEventListener('pointerup', (e) => {
-    T.lastUp = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
+    const up = { x: e.clientX, y: e.clientY, target: describe(e.target), t: performance.now() };
+    T.lastUp = up;
+    setTimeout(() => { up.defaultPrevented = e.defaultPrevented; }, 0);
   }, true);
   // every tab that became current or stopped being it (to tell a click never taken from
   // one taken and then undone)
