@@ -279,9 +279,10 @@ def update_heatmap(
         return False
     P, norm = _pooled_and_norm(h, M, vmax)
     # a colour scale that still fits is kept: the colourbar need not be redrawn
-    h.rescaled = not _scale_fits(h.image.norm, norm)
-    if h.rescaled and keep_scale:
+    fits = _scale_fits(h.image.norm, norm)
+    if keep_scale and not fits:
         return False
+    h.rescaled = not fits
     if h.rescaled:
         h.image.set_norm(_with_headroom(norm))
     h.image.set_data(_display(P, h.kind, h.image.norm))

@@ -348,7 +348,7 @@ def draw_complex(b: Any, fig: Any = None) -> PanelArtists:
     # the four blocks as the 2 x 2 real Jacobian they are; the residual beside them
     mosaic = fig.subplot_mosaic([["rr", "ri", "cr"], ["ir", "ii", "cr"]])
     axes = [mosaic[k] for k in ("rr", "ri", "ir", "ii", "cr")]
-    vmax = max(float(onp.nanmax(onp.abs(blk), initial=0.0)) for blk in _blocks_of(b)) or 1.0
+    vmax = max_abs(*_blocks_of(b)) or 1.0
     x, y = b.in_name, b.out_name
     titles = (f"dRe {y}/dRe {x}", f"dRe {y}/dIm {x}", f"dIm {y}/dRe {x}", f"dIm {y}/dIm {x}")
     hm = [
@@ -372,7 +372,7 @@ def draw_complex(b: Any, fig: Any = None) -> PanelArtists:
 def update_complex(art: PanelArtists, b: Any) -> bool:
     if b.dre_dre.shape != art.shape:
         return False
-    vmax = max(float(onp.nanmax(onp.abs(blk), initial=0.0)) for blk in _blocks_of(b)) or 1.0
+    vmax = max_abs(*_blocks_of(b)) or 1.0
     for h, blk in zip(art.heatmaps, _blocks_of(b)):
         update_heatmap(h, blk, vmax=vmax)
     update_heatmap(art.heatmaps[4], b.cr_residual)
