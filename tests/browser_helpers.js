@@ -53,15 +53,23 @@
       T.lastMsg = performance.now();
       // widget traffic, to tell after a failed click what the kernel and the page said
       const m = args.msg, c = m.content || {}, d = c.data || {};
-      if (m.header.msg_type !== 'comm_msg' && m.header.msg_type !== 'comm_open') return;
+      if (!['comm_msg', 'comm_open', 'comm_close'].includes(m.header.msg_type)) return;
       T.commLog.push({ t: Math.round(T.lastMsg), dir: args.direction, type: m.header.msg_type,
                        method: d.method, comm: (c.comm_id || '').slice(0, 8),
                        keys: Object.keys(d.state || {}).slice(0, 6),
-                       selected: d.state ? d.state.selected_index : undefined });
+                       selected: d.state ? d.state.selected_index : undefined,
+                       custom: T.customType(d), buffers: (m.buffers || []).length });
       if (T.commLog.length > 3000) T.commLog.shift();
     });
     T.hookedKernel = k;
     return true;
+  };
+  // the type of an ipympl message ('draw', 'refresh', 'binary', ...): kernel -> page
+  // carries it as JSON in content.data, page -> kernel as content.type
+  T.customType = (d) => {
+    if (d.method !== 'custom' || !d.content) return undefined;
+    if (typeof d.content.data !== 'string') return d.content.type;
+    try { return JSON.parse(d.content.data).type; } catch (e) { return '?'; }
   };
   T.kernelQuiet = (ms) => T.kernelIdle() && performance.now() - T.lastMsg > ms;
 
@@ -155,6 +163,26 @@
     if (!page) return null;
     return page.querySelector('.jupyter-matplotlib-canvas-div canvas') || page.querySelector('img') ||
       page.querySelector('canvas');
+  };
+
+  // The ipympl canvas model behind a view's canvas element: whether it waits for a
+  // picture it asked for (ipympl asks for no other until one comes), its comm, and the
+  // messages it exchanged -- what a canvas left blank is made of.
+  T.canvasState = (el) => {
+    const fig = el && el.closest('.jupyter-matplotlib');
+    const w = fig && T.luminoOf(fig);
+    const model = w && w._view ? w._view.model : null;
+    if (!model) return { found: false, lumino: Boolean(w) };
+    const id = String(model.model_id).slice(0, 8);
+    return {
+      found: true, id, commLive: model.comm_live, closed: model.comm_closed || false,
+      waitingForImage: model.waiting_for_image, imageSrc: Boolean(model.image && model.image.src),
+      imageComplete: model.image ? model.image.complete : null,
+      size: model.get('_size'), dataUrl: (model.get('_data_url') || '').length,
+      views: Object.keys(model.views || {}).length,
+      messages: T.commLog.filter((e) => e.comm === id)
+        .map((e) => `${e.t} ${e.dir} ${e.type} ${e.method || ''} ${e.custom || ''}${e.buffers ? ' +buf' : ''}`),
+    };
   };
 
   // ------------------------------------------------------------------ pixels

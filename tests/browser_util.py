@@ -445,7 +445,8 @@ class Session:
             state = self.js(
                 """(k) => { const T = __gxt, r = T.explorer(k), v = T.viewElement(r);
                     return {status: T.status(r), tab: T.currentTab(k),
-                            bitmap: v ? [v.width, v.height] : null}; }""",
+                            bitmap: v ? [v.width, v.height] : null,
+                            canvas: v ? T.canvasState(v) : null}; }""",
                 k,
             )
             raise AssertionError(
