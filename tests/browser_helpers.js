@@ -45,6 +45,7 @@
   // for the explorer's status element until it exists
   T.lastMsg = performance.now();
   T.commLog = [];
+  T.subshellLog = [];
   T.hookedKernel = null;
   T.hookKernel = () => {
     const k = T.kernel();
@@ -61,6 +62,20 @@
                        custom: T.customType(d), buffers: (m.buffers || []).length });
       if (T.commLog.length > 3000) T.commLog.shift();
     });
+    // JupyterLab sends widget messages over a kernel subshell it shares between comms
+    // and deletes when their count drops to zero: log when, to tie lost messages to it
+    for (const op of ['requestCreateSubshell', 'requestDeleteSubshell']) {
+      const original = k[op];
+      k[op] = function (...args) {
+        const future = original.apply(this, args);
+        const entry = { t: Math.round(performance.now()), op, args: JSON.stringify(args[0] || {}) };
+        T.subshellLog.push(entry);
+        if (future && future.done) {
+          future.done.then((reply) => { entry.reply = reply && reply.content; }, () => {});
+        }
+        return future;
+      };
+    }
     T.hookedKernel = k;
     return true;
   };

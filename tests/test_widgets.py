@@ -171,6 +171,28 @@ def test_close_releases_figures_and_every_widget_model():
     assert left == []  # layouts and styles included: each is a model on the page
 
 
+def test_a_closed_live_explorer_leaves_no_canvas_toolbar_behind(monkeypatch):
+    """ipympl's canvases own toolbar widgets: left open, every re-run of a cell left
+    nine toolbars and their layouts in the kernel, sent to the page on every reload."""
+    import warnings
+
+    backend = matplotlib.get_backend()
+    pytest.importorskip("ipympl")
+    matplotlib.use(backend)
+    from gradexplorer.explorer import explorer as module
+
+    monkeypatch.setattr(module, "ipympl_active", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        before = set(W.Widget.widgets)
+        ex = gx.explore(lambda x: anp.sin(x), anp.ones(2), asynchronous=False)
+        made = {type(w).__name__ for k, w in W.Widget.widgets.items() if k not in before}
+        ex.close()
+        left = [type(w).__name__ for k, w in W.Widget.widgets.items() if k not in before]
+    assert {"Canvas", "Toolbar"} <= {name.replace("Fast", "") for name in made}
+    assert left == []
+
+
 def test_running_a_cell_again_closes_the_explorers_its_last_run_made(monkeypatch):
     import IPython
 

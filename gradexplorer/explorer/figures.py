@@ -150,5 +150,11 @@ def close_figure(fig: Any, live: bool) -> None:
     if fig is None:
         return
     if live and hasattr(fig.canvas, "close"):
+        # ipympl's toolbar is a widget of its own (and its layout another): a canvas
+        # closes neither, and the page would be sent both again on every reload
+        toolbar = getattr(fig.canvas, "toolbar", None)
+        for widget in (getattr(toolbar, "layout", None), toolbar):
+            if hasattr(widget, "close") and hasattr(widget, "comm"):
+                widget.close()
         fig.canvas.close()
     fig.clear()
