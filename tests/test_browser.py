@@ -47,6 +47,9 @@ GALLERY_EXAMPLES = ["softmax", "rosenbrock", "cube_holomorphic"]
 BENCH = ROOT / "bench" / "browser_latency"
 # console errors that mean a widget or a script broke (network noise is not one)
 WIDGET_ERROR = re.compile(r"Error setting state|Error displaying widget|[Uu]ncaught|TypeError")
+# ipykernel's word for a widget message it threw away (a control or a picture that then
+# never answers): JupyterLab addressed it to a kernel subshell that is gone
+KERNEL_DROPPED = re.compile(r"Cannot handle (comm_\w+) \S+: (.+)")
 
 
 def test_a_users_session_in_jupyterlab(tmp_path):
@@ -91,6 +94,12 @@ def test_a_users_session_in_jupyterlab(tmp_path):
         "errors in the browser console from widgets/scripts",
         "; ".join(sorted(set(widget_errors))[:5]),
     )
+    dropped = KERNEL_DROPPED.findall((tmp_path / "jupyterlab.log").read_text(errors="replace"))
+    s.soft(
+        not dropped,
+        "the kernel dropped widget messages from the page (their widgets stop answering)",
+        f"{len(dropped)} messages, e.g. {sorted(set(dropped))[:3]}",
+    )
     print("\nbrowser session:", {k: round(v, 1) for k, v in timings.items()})
     for note in findings.notes:
         print("note:", note)
@@ -109,6 +118,13 @@ def _tour(s: Session, latency: dict, timings: dict) -> None:
     with s.step("run all cells of the tour"):
         timings["tour run all"] = s.run_all(expected_explorers=2)
     s.shot("tour_page")
+    mode = s.js("() => __gxt.kernel().commsOverSubshells")
+    s.soft(
+        mode == "disabled",
+        "JupyterLab sends widget messages over kernel subshells (the package's setting "
+        "did not apply)",
+        f"commsOverSubshells = {mode!r}",
+    )
     for k, where in enumerate(["tour/explorer", "tour/buggy"]):
         s.check_contract(k, where)
         with s.step(f"{where}: first picture"):
@@ -424,6 +440,12 @@ def _reload(s: Session, timings: dict) -> None:
             f"reload ({(audit['last'] - idle_at) / 1000:.1f} s later)",
         )
     s.shot("reload_page")
+    comms = s.page.evaluate("async () => await __gxt.orphanComms()")
+    s.soft(
+        not comms.get("orphans"),
+        "widget comms address a kernel subshell that is gone (the kernel drops their messages)",
+        f"reload: {comms}",
+    )
     for k in (GALLERY, RAISES):  # the lowest explorers, as in the issue
         if k in blank:
             continue

@@ -84,7 +84,7 @@ def test_results_render_without_a_kernel():
         assert r._repr_html_()
 
 
-def test_the_package_ships_the_jupyterlab_setting_that_saves_widget_state():
+def test_the_package_ships_its_jupyterlab_settings():
     import tomllib
 
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -92,4 +92,8 @@ def test_the_package_ships_the_jupyterlab_setting_that_saves_widget_state():
     (files,) = [v for k, v in data.items() if k == "share/jupyter/lab/settings/overrides.d"]
     setting = json.loads((ROOT / files[0]).read_text())
     assert setting["@jupyter-widgets/jupyterlab-manager:plugin"]["saveState"] is True
+    # widget messages on the main shell: JupyterLab 4.6's shared comm subshells can leave
+    # a new widget addressing a deleted subshell, whose messages the kernel then drops
+    kernels = setting["@jupyterlab/apputils-extension:kernels-settings"]
+    assert kernels["commsOverSubshells"] == "disabled"
     assert "gradexplorer*" in meta["tool"]["setuptools"]["packages"]["find"]["include"]
