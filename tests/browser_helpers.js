@@ -45,7 +45,6 @@
   // for the explorer's status element until it exists
   T.lastMsg = performance.now();
   T.commLog = [];
-  T.subshellLog = [];
   T.hookedKernel = null;
   T.hookKernel = () => {
     const k = T.kernel();
@@ -62,21 +61,6 @@
                        custom: T.customType(d), buffers: (m.buffers || []).length });
       if (T.commLog.length > 3000) T.commLog.shift();
     });
-    // JupyterLab sends widget messages over a kernel subshell it shares between comms
-    // and deletes when their count drops to zero: log when, to tie lost messages to it
-    for (const op of ['requestCreateSubshell', 'requestDeleteSubshell']) {
-      const original = k[op];
-      k[op] = function (...args) {
-        const future = original.apply(this, args);
-        const entry = { t: Math.round(performance.now()), op, args: JSON.stringify(args[0] || {}),
-                        stack: String(new Error().stack).split('\n').slice(2, 7).map((l) => l.trim().slice(0, 60)) };
-        T.subshellLog.push(entry);
-        if (future && future.done) {
-          future.done.then((reply) => { entry.reply = reply && reply.content; }, () => {});
-        }
-        return future;
-      };
-    }
     T.hookedKernel = k;
     return true;
   };
@@ -86,21 +70,6 @@
     if (d.method !== 'custom' || !d.content) return undefined;
     if (typeof d.content.data !== 'string') return d.content.type;
     try { return JSON.parse(d.content.data).type; } catch (e) { return '?'; }
-  };
-  // Widget comms whose subshell the kernel no longer has: every message they send is
-  // dropped by the kernel ("Unknown subshell_id" in its log).
-  T.orphanComms = async () => {
-    const k = T.kernel();
-    if (!k || !k.supportsSubshells) return { supported: false };
-    const reply = await k.requestListSubshell({}).done;
-    const live = new Set(reply.content.subshell_id || []);
-    const used = {};
-    for (const c of k._comms.values()) {
-      const id = c.subshellId || 'main';
-      used[id] = (used[id] || 0) + 1;
-    }
-    const orphans = Object.keys(used).filter((id) => id !== 'main' && !live.has(id));
-    return { live: [...live], used, orphans: orphans.map((id) => [id, used[id]]) };
   };
   T.kernelQuiet = (ms) => T.kernelIdle() && performance.now() - T.lastMsg > ms;
 

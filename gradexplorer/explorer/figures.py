@@ -14,9 +14,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import ipywidgets as W
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+
+from .controls import close_tree
 
 __all__ = ["ipympl_active", "new_figure", "close_figure", "DPI"]
 
@@ -150,11 +153,10 @@ def close_figure(fig: Any, live: bool) -> None:
     if fig is None:
         return
     if live and hasattr(fig.canvas, "close"):
-        # ipympl's toolbar is a widget of its own (and its layout another): a canvas
-        # closes neither, and the page would be sent both again on every reload
+        # ipympl's toolbar is a widget of its own, with its layout: a canvas closes
+        # neither, and the page would be sent both again on every reload
         toolbar = getattr(fig.canvas, "toolbar", None)
-        for widget in (getattr(toolbar, "layout", None), toolbar):
-            if hasattr(widget, "close") and hasattr(widget, "comm"):
-                widget.close()
+        if isinstance(toolbar, W.Widget):
+            close_tree(toolbar)
         fig.canvas.close()
     fig.clear()
