@@ -539,6 +539,46 @@ def test_live_frames_decode_to_the_figures_pixels(monkeypatch):
         ex.close()
 
 
+@pytest.mark.parametrize(
+    "shape, kind",
+    [
+        ((1, 1, 4), "random"),
+        ((3, 5, 4), "random"),
+        ((37, 101, 4), "random"),
+        ((40, 64, 4), "diff"),  # mostly transparent zeros, as a diff frame
+        ((6, 9, 4), "strided"),  # a view, not a contiguous array
+    ],
+)
+def test_encode_png_round_trips_every_pixel(shape, kind):
+    import io
+
+    from PIL import Image
+
+    from gradexplorer.explorer.png import encode_png
+
+    rng = np.random.default_rng(sum(shape))
+    frame = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    if kind == "diff":
+        frame[rng.random(shape[:2]) < 0.9] = 0
+    if kind == "strided":
+        frame = np.zeros((2 * shape[0], shape[1], 4), np.uint8)[::2]
+        frame[..., 0] = 200
+    back = Image.open(io.BytesIO(encode_png(frame)))
+    assert back.mode == "RGBA" and back.size == (shape[1], shape[0])
+    assert np.array_equal(np.asarray(back), frame)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [np.zeros((2, 2, 3), np.uint8), np.zeros((2, 2, 4), np.float32), np.zeros((8,), np.uint8)],
+)
+def test_encode_png_names_what_it_expects(frame):
+    from gradexplorer.explorer.png import encode_png
+
+    with pytest.raises(ValueError, match=r"\(height, width, 4\).*uint8; got shape"):
+        encode_png(frame)
+
+
 def test_a_slow_check_shows_its_jacobian_first_and_withdraws_it_on_error(monkeypatch):
     """On the Check tab, a check slower than SLOW_CHECK: the new AD Jacobian is drawn
     as soon as the check has it, the three maps that wait for the rest labelled

@@ -20,6 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .controls import close_tree
+from .png import encode_png
 
 __all__ = ["ipympl_active", "new_figure", "close_figure", "DPI"]
 
@@ -72,9 +73,9 @@ def _fast_canvas_class() -> type:
     """ipympl's canvas, encoding its frames for speed rather than size, and keeping its
     last picture in the widget's state (what a saved notebook shows when reopened).
 
-    Every update is sent as a PNG of the changed pixels; PIL's default compression
-    spent 35-60 ms on a 256x256 Check view's frame, level 1 a third of that for a
-    frame ~1.3x larger (the page is on this machine or a local network).
+    Every update is sent as a PNG of the changed pixels, encoded for speed rather
+    than size (:func:`~gradexplorer.explorer.png.encode_png`; the page is on this
+    machine or a local network).
 
     ipympl's page records the picture it showed *before* each frame as the state to
     save: a canvas drawn once was saved blank. So once frames stop for a moment,
@@ -132,10 +133,7 @@ def _fast_canvas_class() -> type:
             self._last_buff = frame.copy()
             self._force_full = False
             self._png_is_old = False
-            with io.BytesIO() as png:
-                rgba = output.view(np.uint8).reshape((*output.shape, 4))
-                Image.fromarray(rgba).save(png, format="png", compress_level=1)
-                return png.getvalue()
+            return encode_png(output.view(np.uint8).reshape((*output.shape, 4)), level=1)
 
     return FastCanvas
 
