@@ -644,6 +644,43 @@ def test_a_slow_check_shows_its_jacobian_first_and_withdraws_it_on_error(monkeyp
         ex.close()
 
 
+def test_a_check_is_slow_by_its_own_time_not_its_early_pictures(monkeypatch):
+    """The AD Jacobian shown first is drawn while the check runs; counted as the check's
+    time it kept a fast 3x3 check "slow" once it had been, two pictures every move."""
+    import time
+    from types import SimpleNamespace
+
+    backend = matplotlib.get_backend()
+    pytest.importorskip("ipympl")
+    matplotlib.use(backend)
+    from gradexplorer.explorer import computing
+    from gradexplorer.explorer import explorer as module
+
+    monkeypatch.setattr(module, "ipympl_active", lambda: True)
+    offset = [0.0]  # a clock that the early picture moves on by ten seconds
+    clock = SimpleNamespace(perf_counter=lambda: time.perf_counter() + offset[0])
+    monkeypatch.setattr(computing, "time", clock)
+    real, shown = computing.preview_analytic, []
+
+    def slow_preview(*args, **kwargs):
+        offset[0] += 10.0
+        shown.append(real(*args, **kwargs))
+        return shown[-1]
+
+    monkeypatch.setattr(computing, "preview_analytic", slow_preview)
+    ex = gx.explore(lambda x: anp.sin(x) * x, np.array([0.5, 0.25, 0.5]))
+    try:
+        ex.tabs.selected_index = ex.views.index("Check")
+        assert ex.wait(60)
+        ex._check_seconds = 2 * computing.SLOW_CHECK  # as if the last check had been slow
+        ex.point_sliders[0].value = 0.55
+        assert ex.wait(60) and "PASSED" in ex.badge.value
+        assert shown == [True]  # the Jacobian was shown first, "taking ten seconds"
+        assert ex._check_seconds < 10.0  # ... which are not the check's
+    finally:
+        ex.close()
+
+
 def test_a_drawing_error_in_the_early_jacobian_is_not_blamed_on_f(monkeypatch):
     backend = matplotlib.get_backend()
     pytest.importorskip("ipympl")
