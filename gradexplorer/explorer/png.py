@@ -1,12 +1,12 @@
 """PNG frames for a live canvas, encoded for speed.
 
 A live view sends every update as a PNG of the figure, mostly a *diff* frame:
-the changed pixels, every other pixel transparent zero. PIL tries five row
-filters on every row before compressing; on a diff frame that filter search is
-most of the time (a 1100x520 frame: ~11 ms of PIL's ~13 at compression level 1,
-against ~5 ms here) and buys nothing, since long runs of zeros compress well
-unfiltered. This encoder writes every row unfiltered and deflates with zlib,
+the changed pixels, every other pixel transparent zero. PIL chooses among five
+row filters for every row before compressing, and that search is most of its
+time; on a diff frame it buys nothing (long runs of zeros compress well
+unfiltered). This encoder writes every row unfiltered and deflates with zlib,
 which also releases the GIL while it works, so the kernel's other threads go on.
+``python bench/widgets.py`` times both on a 256x256 Jacobian view's update.
 """
 
 from __future__ import annotations
