@@ -570,7 +570,12 @@ def test_encode_png_round_trips_every_pixel(shape, kind):
 
 @pytest.mark.parametrize(
     "frame",
-    [np.zeros((2, 2, 3), np.uint8), np.zeros((2, 2, 4), np.float32), np.zeros((8,), np.uint8)],
+    [
+        np.zeros((2, 2, 3), np.uint8),
+        np.zeros((2, 2, 4), np.float32),
+        np.zeros((8,), np.uint8),
+        np.zeros((0, 5, 4), np.uint8),  # PNG has no empty images
+    ],
 )
 def test_encode_png_names_what_it_expects(frame):
     from gradexplorer.explorer.png import encode_png

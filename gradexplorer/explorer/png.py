@@ -34,10 +34,10 @@ def encode_png(rgba: np.ndarray, level: int = 1) -> bytes:
     >>> bool((back == frame).all())
     True
     """
-    if rgba.dtype != np.uint8 or rgba.ndim != 3 or rgba.shape[2] != 4:
+    if rgba.dtype != np.uint8 or rgba.ndim != 3 or rgba.shape[2] != 4 or 0 in rgba.shape:
         raise ValueError(
-            f"encode_png expects an RGBA image of shape (height, width, 4) and dtype "
-            f"uint8; got shape {rgba.shape} and dtype {rgba.dtype}."
+            f"encode_png expects an RGBA image of shape (height, width, 4), both at least 1, "
+            f"and dtype uint8; got shape {rgba.shape} and dtype {rgba.dtype}."
         )
     height, width, _ = rgba.shape
     rows = np.zeros((height, 1 + 4 * width), np.uint8)  # each row: filter type 0, pixels
