@@ -7,7 +7,10 @@
    computation. Target <= 50 ms.
 2. The PNG of that update as a live canvas sends it (the changed pixels only):
    the explorer's encoder against PIL's at compression level 1 (the anchor).
-3. 100 control changes through the Explorer on a 256-input function (check
+3. A small Check view's move: four 3x3 maps' cells and 36 new values drawn,
+   the explorer's stamped cells (``CellImage``, ``CellValue``) against
+   matplotlib's ``imshow`` and ``Text`` (the anchor).
+4. 100 control changes through the Explorer on a 256-input function (check
    recomputed each time): figures created (target 0) and memory growth
    (target < 5 MB).
 """
@@ -45,6 +48,42 @@ def current_rss_mb() -> float:
 def figures():
     gc.collect()
     return sum(isinstance(o, Figure) for o in gc.get_objects())
+
+
+def small_check_move_ms(stamped: bool, rng) -> float:
+    """Milliseconds to draw four 3x3 maps' cells and their values after a move."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(figsize=(8.6, 6.6))
+    FigureCanvasAgg(fig)
+    maps = []
+    for ax in fig.subplots(2, 2).ravel():
+        if stamped:
+            h = P.plot_jacobian(rng.standard_normal((3, 3)), ax)
+            maps.append((h, h.image, h.texts))
+        else:
+            image = ax.imshow(rng.standard_normal((3, 3)), interpolation="nearest", cmap="RdBu_r")
+            texts = [
+                ax.text(j, i, "", ha="center", va="center", fontsize=8)
+                for i in range(3)
+                for j in range(3)
+            ]
+            maps.append((None, image, texts))
+    fig.canvas.draw()
+
+    def move():
+        for h, image, texts in maps:
+            M = rng.standard_normal((3, 3))
+            if h is not None:
+                P.update_heatmap(h, M)
+            else:
+                image.set_data(M)
+                for t, v in zip(texts, M.ravel()):
+                    t.set_text(f"{v:.3g}")
+            for artist in [image, *texts]:
+                image.axes.draw_artist(artist)
+
+    return best_time(move) * 1e3
 
 
 def main():
@@ -86,6 +125,9 @@ def main():
     pil_ms = best_time(lambda: Image.fromarray(diff).save(io.BytesIO(), "png", compress_level=1))
     pil_ms *= 1e3
 
+    stamped_ms = small_check_move_ms(True, rng)
+    matplotlib_ms = small_check_move_ms(False, rng)
+
     W = rng.standard_normal((256, 256)) / 16
     f = lambda x: anp.tanh(W @ x)  # noqa: E731
     ex = gx.explore(f, rng.standard_normal(256))
@@ -126,6 +168,12 @@ def main():
         (
             f"PNG of that update's changed pixels ({diff.shape[1]}x{diff.shape[0]})",
             f"{ours_ms:.1f} ms (PIL level 1: {pil_ms:.1f} ms, ratio {ours_ms / pil_ms:.2f})",
+            "",
+        ),
+        (
+            "3x3 Check view's move: four maps' cells and 36 new values",
+            f"{stamped_ms:.1f} ms (imshow + Text: {matplotlib_ms:.1f} ms, "
+            f"ratio {stamped_ms / matplotlib_ms:.2f})",
             "",
         ),
         ("explorer control change incl. check of 256x256", f"{np.median(t_all) * 1e3:.0f} ms", ""),

@@ -313,6 +313,92 @@ def test_cell_values_stay_text_where_an_image_would_not_do(tmp_path):
     assert upright.sum() > 0
 
 
+@pytest.mark.parametrize("family", ["DejaVu Sans", "DejaVu Serif", "DejaVu Sans Mono"])
+@pytest.mark.parametrize("size,dpi", [(8, 100), (8, 72), (7, 150), (9.5, 96)])
+def test_cell_values_built_from_glyphs_are_freetypes_own_pixels(family, size, dpi):
+    """A value seen for the first time is put together from cached glyphs: exactly the
+    ink, height and descent FreeType's own layout gives; a kerned pair is left to it."""
+    from matplotlib import font_manager
+    from matplotlib.backends.backend_agg import get_hinting_flag
+
+    from gradexplorer.display.celltext import _from_freetype, _from_glyphs
+
+    path = font_manager.findfont(font_manager.FontProperties(family=family, size=size))
+    flags = get_hinting_flag()
+    rng = np.random.default_rng(7)
+    values = rng.standard_normal(60) * 10.0 ** rng.integers(-9, 9, 60)
+    for text in CELL_STRINGS + [f"{v:.3g}" for v in values]:
+        glyphs = _from_glyphs(path, size, dpi, text, flags)
+        assert glyphs is not None, text
+        ink, height, descent = _from_freetype(path, size, dpi, text, flags)
+        width = min(ink.shape[1], glyphs[0].shape[1])  # FreeType pads its box a pixel wider
+        np.testing.assert_array_equal(glyphs[0][:, :width], ink[:, :width], err_msg=text)
+        assert not ink[:, width:].any() and not glyphs[0][:, width:].any(), text
+        assert glyphs[1:] == (height, descent), text
+    if "Mono" not in family:  # a kerned pair (monospace fonts kern none)
+        assert _from_glyphs(path, size, dpi, "AV", flags) is None
+
+
+def _drawn_image(fast: bool, A, size, dpi, limits, origin, transform) -> np.ndarray:
+    from matplotlib import colors
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from gradexplorer.display.cellimage import cell_image
+
+    fig = Figure(figsize=size, dpi=dpi)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    m, n = A.shape
+    kw = dict(cmap="RdBu_r", norm=colors.CenteredNorm(), origin=origin)
+    kw["extent"] = (-0.5, n - 0.5, m - 0.5, -0.5)
+    if fast:
+        image = cell_image(ax, A, **kw)
+    else:
+        image = ax.imshow(A, interpolation="nearest", aspect="auto", **kw)
+    if transform is not None:
+        image.set_transform(transform(ax))
+    fig.colorbar(image, ax=ax)
+    if limits:
+        ax.set_xlim(*limits[0])
+        ax.set_ylim(*limits[1])
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba()).copy(), image
+
+
+CELL_IMAGES = {  # name: (shape, figure size, dpi, axis limits, origin, transform, repeated)
+    "3x3": ((3, 3), (4.3, 3.3), 100, None, "upper", None, True),
+    "tall, with NaN": ((7, 2), (4.3, 3.3), 100, None, "upper", None, True),
+    "72 dpi": ((5, 6), (4.3, 3.3), 72, None, "upper", None, True),
+    "150 dpi": ((5, 6), (4.3, 3.3), 150, None, "upper", None, True),
+    "one row": ((1, 40), (4.3, 3.3), 100, None, "upper", None, True),
+    "zoomed in": ((16, 16), (4.3, 3.3), 100, ((3.5, 8.5), (9.5, 2.5)), "upper", None, True),
+    "half outside": ((16, 16), (4.3, 3.3), 100, ((-3.2, 4.7), (20.3, 10.1)), "upper", None, True),
+    "origin lower": ((5, 6), (4.3, 3.3), 100, None, "lower", None, True),
+    "64x64 pooled": ((64, 64), (4.3, 3.3), 100, None, "upper", None, True),
+    "cells under a pixel": ((128, 128), (2.0, 2.0), 100, None, "upper", None, False),
+    "rotated": ((4, 4), (4.3, 3.3), 100, None, "upper", "rotated", False),
+}
+
+
+@pytest.mark.parametrize("name", list(CELL_IMAGES))
+def test_cell_images_draw_the_pixels_matplotlib_draws(name):
+    """A heatmap's image repeats each cell's colour over its pixels: exactly the pixels
+    matplotlib's resampler draws, with the same clipping, rounding and bad colour;
+    where that shortcut does not apply, matplotlib draws it."""
+    from matplotlib.transforms import Affine2D
+
+    shape, size, dpi, limits, origin, turn, repeated = CELL_IMAGES[name]
+    A = np.random.default_rng(len(name)).standard_normal(shape)
+    if "NaN" in name:
+        A[1, 0] = A[4, 1] = np.nan
+    transform = (lambda ax: Affine2D().rotate_deg(20) + ax.transData) if turn else None
+    expected, _ = _drawn_image(False, A, size, dpi, limits, origin, transform)
+    drawn, image = _drawn_image(True, A, size, dpi, limits, origin, transform)
+    assert (drawn[..., :3].astype(int) - 255).any(), "nothing drawn"
+    np.testing.assert_array_equal(drawn, expected)
+    assert (image._repeated_cells() is not None) == repeated
+
+
 # ---------------------------------------------------------------- issue 12: as people use it
 
 VIEW_NAMES = list(VIEWS)

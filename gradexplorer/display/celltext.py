@@ -4,19 +4,22 @@ A heatmap's cell values change on every move of the explorer, and matplotlib
 lays out and rasterizes every glyph of every text again on each draw (about a
 millisecond for a short number): for a small Check view that was more than
 the rest of its redraw. On an Agg canvas (the explorer's, and every PNG) a
-:class:`CellValue` draws its one centred line as an image rendered once per
-string, font and size; on other canvases (PDF, SVG) and for anything else
-(rotation, several lines, math, a box, path effects, clipping) it is an ordinary
-:class:`~matplotlib.text.Text`.
+:class:`CellValue` draws its one centred line as an image, and builds that
+image from glyphs rendered once per character, font and size, placed and
+combined as FreeType's layout in matplotlib places and combines them (the same
+pixels; a value seen for the first time costs a fifth of rendering it). On other
+canvases (PDF, SVG) and for anything else (rotation, several lines, math, a box,
+path effects, clipping) it is an ordinary :class:`~matplotlib.text.Text`.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
 import numpy as onp
-from matplotlib import cbook, colors, font_manager
+from matplotlib import cbook, colors, font_manager, ft2font
 from matplotlib.backends.backend_agg import RendererAgg, get_hinting_flag
 from matplotlib.text import Text
 
@@ -112,12 +115,11 @@ def _rendered(path: str, size: float, dpi: float, text: str, flags: int) -> tupl
     """
     font = font_manager.get_font(path)
     font.set_size(size, dpi)
-    font.set_text(text, 0.0, flags=flags)
-    height = font.get_width_height()[1] / 64
-    descent = font.get_descent() / 64
-    font.draw_glyphs_to_bitmap(antialiased=True)
-    # Agg's draw_image takes the bottom row first.
-    coverage = onp.array(font.get_image(), dtype=onp.uint8)[::-1]
+    laid_out = _from_glyphs(path, size, dpi, text, flags)
+    if laid_out is None:
+        laid_out = _from_freetype(path, size, dpi, text, flags)
+    ink, height, descent = laid_out
+    coverage = ink[::-1]  # Agg's draw_image takes the bottom row first
     inked = onp.flatnonzero(coverage.any(axis=0))
     if not inked.size:
         return coverage[:, :0], 0.0, 0.0
@@ -129,6 +131,58 @@ def _rendered(path: str, size: float, dpi: float, text: str, flags: int) -> tupl
     bottom = baseline - descent - (coverage.shape[0] - round(height)) / 2
     coverage.setflags(write=False)
     return coverage, left, bottom
+
+
+def _from_freetype(path: str, size: float, dpi: float, text: str, flags: int) -> tuple:
+    """The line's ink (top row first), height and descent, as FreeType lays it out."""
+    font = font_manager.get_font(path)
+    font.set_size(size, dpi)
+    font.set_text(text, 0.0, flags=flags)
+    font.draw_glyphs_to_bitmap(antialiased=True)
+    ink = onp.array(font.get_image(), dtype=onp.uint8)
+    return ink, font.get_width_height()[1] / 64, font.get_descent() / 64
+
+
+@lru_cache(maxsize=1024)
+def _glyph(path: str, size: float, dpi: float, char: str, flags: int) -> tuple:
+    """One character alone: its ink, the left of its box, its top and bottom (all in
+    FreeType's 1/64 pixel), its advance and its index in the font."""
+    ink, height, descent = _from_freetype(path, size, dpi, char, flags)
+    font = font_manager.get_font(path)
+    left = font.get_bitmap_offset()[0]
+    advance = font.load_char(ord(char), flags=flags).horiAdvance
+    top, bottom = round(64 * (height - descent)), -round(64 * descent)
+    return ink, left, top, bottom, advance, font.get_char_index(ord(char))
+
+
+def _from_glyphs(path: str, size: float, dpi: float, text: str, flags: int) -> tuple | None:
+    """:func:`_from_freetype`'s result, pixel for pixel, from cached glyphs; None
+    where the glyphs alone cannot give it (kerning, or a glyph at a fraction of a
+    pixel: FreeType would render it differently there)."""
+    font = font_manager.get_font(path)
+    font.set_size(size, dpi)
+    placed, pen, previous = [], 0, None
+    for char in text:
+        ink, left, top, bottom, advance, index = _glyph(path, size, dpi, char, flags)
+        if previous is not None and font.get_kerning(previous, index, ft2font.Kerning.UNSCALED):
+            return None
+        if pen % 64 or top % 64:
+            return None
+        placed.append((ink, pen + left, top, bottom))
+        pen, previous = pen + advance, index
+    # FreeType puts each glyph at its whole-pixel left, less the line's left edge
+    # (truncated), its top row below the line's top, and ORs overlapping pixels
+    line_left = min(x for _, x, _, _ in placed) / 64
+    line_top, line_bottom = max(p[2] for p in placed), min(p[3] for p in placed)
+    columns = [math.trunc(math.floor(x / 64) - line_left) for _, x, _, _ in placed]
+    width = max(c + p[0].shape[1] for c, p in zip(columns, placed))
+    out = onp.zeros(((line_top - line_bottom) // 64 + 2, width), onp.uint8)
+    for column, (ink, _, top, _) in zip(columns, placed):
+        row = (line_top - top) // 64
+        rows = min(ink.shape[0], out.shape[0] - row)
+        target = out[row : row + rows, column : column + ink.shape[1]]
+        onp.bitwise_or(target, ink[:rows], out=target)
+    return out, (line_top - line_bottom) / 64, -line_bottom / 64
 
 
 def _line_metrics(font: Any, size: float, dpi: float) -> tuple[float, float]:

@@ -20,6 +20,7 @@ from matplotlib import colors
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .cellimage import cell_image
 from .celltext import add_cell_value, cell_text
 from .values import MAX_CELLS, as_matrix, pool_max_abs
 
@@ -193,12 +194,11 @@ def plot_jacobian(
     # redrew the whole figure for a scale a few percent too small
     norm = _with_headroom(_norm(P, kind, symlog, vmax))
     # extent keeps the axes in the original index coordinates when pooled
-    image = ax.imshow(
+    image = cell_image(
+        ax,
         _display(P, kind, norm),
         cmap=_cmap(kind),
         norm=norm,
-        interpolation="nearest",
-        aspect="auto",
         extent=(-0.5, M.shape[1] - 0.5, M.shape[0] - 0.5, -0.5),
     )
     cbar = ax.figure.colorbar(

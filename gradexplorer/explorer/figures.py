@@ -11,6 +11,7 @@ import base64
 import functools
 import io
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,9 @@ __all__ = ["ipympl_active", "new_figure", "close_figure", "DPI"]
 DPI = 100
 #: Seconds without a new frame before a live canvas stores its picture for saving.
 KEEP_PICTURE_AFTER = 0.3
+#: Seconds a background thread pauses after sending a frame, so the kernel's IOPub
+#: thread can take the GIL and put the frame on the wire before the computation goes on.
+HAND_OVER = 0.001
 
 
 def ipympl_active() -> bool:
@@ -90,6 +94,10 @@ def _fast_canvas_class() -> type:
             super().send_binary(data)
             if not self.syncing_data_url:  # else ipympl keeps the state itself
                 self._keep_picture_soon()
+            if threading.current_thread() is not threading.main_thread():
+                # the frame only leaves the kernel when the IOPub thread gets the GIL;
+                # a check going on in this thread held it for 15-20 ms per frame
+                time.sleep(HAND_OVER)
 
         def _keep_picture_soon(self) -> None:
             timer = getattr(self, "_picture_timer", None)
