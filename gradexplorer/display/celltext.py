@@ -170,6 +170,8 @@ def _from_glyphs(path: str, size: float, dpi: float, text: str, flags: int) -> t
             return None
         placed.append((ink, pen + left, top, bottom))
         pen, previous = pen + advance, index
+    if not placed:
+        return None
     # FreeType puts each glyph at its whole-pixel left, less the line's left edge
     # (truncated), its top row below the line's top, and ORs overlapping pixels
     line_left = min(x for _, x, _, _ in placed) / 64
