@@ -144,7 +144,7 @@ def run(json_path: str | None = None) -> int:
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=d)
         elapsed = time.perf_counter() - t0
-        outcome = _parse(Path(d) / "junit.xml")
+        outcome, seconds = _parse(Path(d) / "junit.xml")
     failed = sorted(k for k, v in outcome.items() if v == "failed")
     passed = sum(v == "passed" for v in outcome.values())
     skipped = sum(v == "skipped" for v in outcome.values())
@@ -156,6 +156,8 @@ def run(json_path: str | None = None) -> int:
     )
     for t in failed:
         print(f"  FAILED {t}: {EXPECTED_FAILURES.get(t, 'UNEXPECTED')}")
+    slowest = sorted(seconds, key=seconds.get, reverse=True)[:8]
+    print("  slowest: " + ", ".join(f"{t} {seconds[t]:.1f} s" for t in slowest))
     if unexpected:
         print(proc.stdout[-6000:])
     if json_path:
@@ -167,6 +169,7 @@ def run(json_path: str | None = None) -> int:
                     "failed": failed,
                     "skipped": skipped,
                     "seconds": elapsed,
+                    "slowest": {t: seconds[t] for t in slowest},
                 },
                 indent=1,
             )
@@ -174,13 +177,15 @@ def run(json_path: str | None = None) -> int:
     return 0 if not unexpected and not missing and passed > 0 else 1
 
 
-def _parse(path: Path) -> dict[str, str]:
+def _parse(path: Path) -> tuple[dict[str, str], dict[str, float]]:
+    """Each test's outcome and its time in seconds, from pytest's JUnit XML."""
     import xml.etree.ElementTree as ET
 
-    out = {}
+    out, seconds = {}, {}
     for case in ET.parse(path).getroot().iter("testcase"):
         module = case.get("classname").split("tests.")[-1]
         name = f"{module}::{case.get('name')}"
+        seconds[name] = float(case.get("time") or 0.0)
         tags = {child.tag for child in case}
         out[name] = (
             "failed"
@@ -189,7 +194,7 @@ def _parse(path: Path) -> dict[str, str]:
             if "skipped" in tags
             else "passed"
         )
-    return out
+    return out, seconds
 
 
 if __name__ == "__main__":
