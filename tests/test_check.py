@@ -159,6 +159,9 @@ def test_an_output_made_by_cancellation_is_not_probed_for_kinks(seed):
     cancelling = gx.check_grads(lambda v: anp.tanh(B @ v), x)
     assert cancelling.passed and not cancelling.kinks, str(cancelling)
     assert cancelling.nfev <= plain.nfev + 4 * n
+    # its note names cancellation, not only solvers (it once asked "an iterative solver?")
+    notes = [t for t in cancelling.notes if "only accurate" in t]
+    assert all("small difference of large terms" in t for t in notes)
 
 
 def test_nondeterministic_function_is_detected():

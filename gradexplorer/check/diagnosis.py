@@ -34,10 +34,11 @@ def noise_notes(
             f"carry f's unevenness (~{rel[worst]:.0e} relative) in their FD error."
         ]
     return [
-        f"f itself is only accurate to ~{rel[worst]:.0e} (relative) here, at {where}: an "
-        "iterative solver or an adaptive integrator? The finite differences account for it, "
-        "so entries are judged less sharply; tighten its tolerance to see more, or pass "
-        "rtol= to judge deliberately."
+        f"f itself is only accurate to ~{rel[worst]:.0e} (relative) here, at {where}, far "
+        "below its precision: a small difference of large terms (cancellation), an "
+        "iterative solver or an adaptive integrator. The finite differences account for "
+        "it, so entries there are judged less sharply; a solver's tolerance can be "
+        "tightened to see more, or pass rtol= to judge deliberately."
     ]
 
 
