@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 import gradexplorer as gx
 from gradexplorer import gallery
-from gradexplorer.fd.schemes import SCHEMES
 
 REAL = [e for e in gallery.EXAMPLES.values() if not e.complex]
 ALL = list(gallery.EXAMPLES.values())
@@ -108,46 +107,39 @@ def test_error_estimates_respect_the_float_resolution():
     assert "e-31" not in text and "e-32" not in text
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e4])
 @pytest.mark.parametrize("ex", [e for e in REAL if len(e.wrt) == 1], ids=ids)
-def test_an_input_f_ignores_costs_one_level_and_is_judged_sharply(ex):
-    """Appended inputs that f never reads: their columns are exactly zero. They once
-    counted as 'poorly known' at every step (no scale of their own) and grew the step
-    three times; now they cost one level of evaluations (two where a coordinate is small
-    for its array), are known to the Jacobian's own precision, and a derivative that a
-    wrong rule puts there is still caught, at exactly those entries."""
+def test_a_derivative_a_rule_puts_on_an_input_f_ignores_is_caught(ex, offset):
+    """Appended inputs that f never reads have exactly zero columns. Their steps grow until
+    the columns are known far below the Jacobian's scale, also when f's value is large
+    (the offset): a rule that says y depends on them by 1e-10 of that scale (1e-9 beside
+    an output of 1e4) is wrong there, and found at exactly those entries. (A change that stopped growing such columns, as
+    'known well enough', missed 1e-9 leaks beside an output of 1e4: this guards it.)"""
     args = list(ex.args())
     k = ex.wrt[0]
     x = np.asarray(args[k], dtype=float)
     n, pad = x.size, 6
 
-    def padded(f):
-        def g(z):
-            call = list(args)
-            call[k] = anp.reshape(z[:n], x.shape)
-            return f(*call)
-
-        return g
+    def padded(v):
+        call = list(args)
+        call[k] = anp.reshape(v[:n], x.shape)
+        return ex.f(*call) + offset
 
     z = np.concatenate([x.ravel(), np.linspace(-1.0, 2.0, pad)])
-    plain = gx.numeric_jacobian(padded(ex.f), x.ravel())
-    wide = gx.numeric_jacobian(padded(ex.f), z)
-    per_level = len(SCHEMES["richardson"].offsets)
-    assert wide.nfev - plain.nfev <= 2 * per_level * pad  # was 4 levels a column
+    wide = gx.numeric_jacobian(padded, z)
     J = wide.jacobian.reshape(-1, n + pad)
     E = wide.error.reshape(-1, n + pad)
     assert np.all(J[:, n:] == 0)
     scale = np.max(np.abs(J[:, :n]))
-    assert np.all(E[:, n:] <= 1e-11 * max(scale, np.finfo(float).tiny))
-
-    # a rule that says y depends on the ignored inputs (by 1e-10 of the Jacobian's scale)
-    leak = 1e-10 * scale
+    leak = (1e-9 if offset else 1e-10) * scale
+    assert np.all(E[:, n:] <= 0.1 * leak)
 
     @gx.primitive
     def nothing(w):
         return 0.0 * anp.sum(w)
 
     gx.defvjp(nothing, lambda ans, w: lambda g: leak * anp.sum(g) * anp.ones_like(w))
-    wrong = gx.check_grads(lambda v: padded(ex.f)(v) + nothing(v[n:]), z)
+    wrong = gx.check_grads(lambda v: padded(v) + nothing(v[n:]), z)
     if scale > 0:
         assert not wrong.passed
         assert {e.in_index[0] for e in wrong.mismatches} == set(range(n, n + pad))

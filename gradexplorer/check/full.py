@@ -156,11 +156,8 @@ def full_check(
     V = judge(A, N, E, rtol_rev, atol_rev)
     mism: list[Entry] = []
     failing = onp.argwhere(V > 1)
-    # entries that fail, never settled, or sit where f has structure finer than the step
-    # (coarse probes far noisier than fine ones: a kink or jump nearby) may be on a kink;
-    # noise alike at both scales is rounding (an output that is a small difference of
-    # large terms) or a solver's tolerance, and no one-sided probe finds a kink in it
-    uneven = noise.structured[:, None] & onp.ones((1, n), bool)
+    # entries that fail, never settled, or sit where f is uneven may be on a kink
+    uneven = (noise.rel > 0)[:, None] & onp.ones((1, n), bool)
     candidates = onp.argwhere((V > 1) | (onp.isnan(V) & (R >= 3)) | uneven)
     kinks, kink_set, nk = _kinks(p, candidates, A, N, E, rtol_rev, atol_, noise, y0)
     nfev += nk

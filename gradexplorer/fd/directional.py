@@ -242,10 +242,6 @@ def directional_derivatives(
     limit = onp.zeros(k) if grow_to is None else onp.asarray(grow_to, dtype=float)
     for _ in range(max_grow + 1):
         scale = onp.max(onp.abs(onp.where(has, est, 0.0)), axis=1, initial=0.0)
-        # a direction f does not change along at all (every estimate exactly 0) has no
-        # scale of its own to be known relative to, and would count as poor at every
-        # step: the largest derivative of the other directions stands in for it
-        scale = onp.where(scale > 0, scale, onp.max(scale, initial=0.0))
         poor = has & (err > POOR * onp.maximum(onp.abs(est), scale[:, None]))
         noisy = first.noise >= first.trunc
         # a step far below what the array's scale allows: its noise error can fall 8x
