@@ -113,8 +113,9 @@ def test_a_derivative_a_rule_puts_on_an_input_f_ignores_is_caught(ex, offset):
     """Appended inputs that f never reads have exactly zero columns. Their steps grow until
     the columns are known far below the Jacobian's scale, also when f's value is large
     (the offset): a rule that says y depends on them by 1e-10 of that scale (1e-9 beside
-    an output of 1e4) is wrong there, and found at exactly those entries. (A change that stopped growing such columns, as
-    'known well enough', missed 1e-9 leaks beside an output of 1e4: this guards it.)"""
+    an output of 1e4) is wrong there, and found at exactly those entries. (A change that
+    stopped growing such columns as 'known well enough' missed 1e-9 leaks beside an
+    output of 1e4: this guards it.)"""
     args = list(ex.args())
     k = ex.wrt[0]
     x = np.asarray(args[k], dtype=float)
