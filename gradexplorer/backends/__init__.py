@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.tree import flatten
-from .base import PRECISIONS, Backend, OpRecord, Prepared
+from .base import PRECISIONS, Backend, Capabilities, OpRecord, Prepared
 
 __all__ = [
-    "get_backend", "opened", "bind_prepared", "Backend", "OpRecord", "Prepared", "NAMES",
-    "PRECISIONS",
+    "get_backend", "opened", "bind_prepared", "Backend", "Capabilities", "OpRecord", "Prepared",
+    "NAMES", "PRECISIONS", "owns_callable",
 ]  # fmt: skip
 
 NAMES = ("autograd", "torch", "jax")
@@ -57,6 +57,18 @@ def get_backend(name: str | None = None, args: Any = (), f: Any = None) -> Any:
         if system in sys.modules and any(_belongs(leaf, system) for leaf in leaves):
             return _load(system)
     return _load("autograd")
+
+
+def owns_callable(f: Any) -> bool:
+    """Whether a loaded AD system recognises f by its type (a torch ``nn.Module``,
+    a jax-transformed function): such an f must reach the backend unwrapped.
+
+    >>> owns_callable(len)
+    False
+    """
+    if "torch" in sys.modules and _belongs(f, "torch"):
+        return True
+    return type(f).__module__.split(".")[0] in ("jax", "jaxlib", "flax")
 
 
 def _belongs(x: Any, system: str) -> bool:

@@ -5,7 +5,10 @@ backend (:func:`gradexplorer.backends.get_backend`) for what they need. A
 backend is a module (or any object) with these members:
 
 ``name``
-    ``"autograd"``, ``"torch"``, ``"jax"``.
+    ``"autograd"``, ``"torch"``, ``"jax"`` (for messages only: code outside
+    ``backends/`` asks ``capabilities``, never the name).
+``capabilities``
+    A :class:`Capabilities`: what the system can do.
 ``np``
     The array namespace used *inside* a traced function: ``reshape``,
     ``ravel``, ``concatenate``, ``real``, ``imag`` on the system's arrays.
@@ -61,7 +64,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
-    "Backend", "OpRecord", "Prepared", "user_frames", "user_stack", "is_library_path",
+    "Backend", "Capabilities", "OpRecord", "Prepared", "user_frames", "user_stack",
+    "is_library_path",
     "source_site", "promote_arguments", "promotion_note", "PACKAGE_DIR",
 ]  # fmt: skip
 
@@ -71,6 +75,26 @@ PRECISIONS = (None, "float64", "native")
 #: gradexplorer's own folder: its frames are not the user's code (the gallery's are).
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _GALLERY_DIR = os.path.join(PACKAGE_DIR, "gallery")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an AD system can do, asked by the layers above instead of its name.
+
+    >>> Capabilities(numpy_arrays=True, eager_record=True, operators=True).devices
+    False
+    """
+
+    #: f takes plain numpy arrays as they are (no conversion at the seam)
+    numpy_arrays: bool = False
+    #: ``record`` runs f eagerly, so its output on a (complex) point is concrete
+    eager_record: bool = False
+    #: gradexplorer's operators (grad, jacobian, hessian, hvp, Lop, Rop ...) take its functions
+    operators: bool = False
+    #: its arrays may live on an accelerator; f is evaluated where its inputs are
+    devices: bool = False
+    #: it can map f over a leading batch axis (``vmap``)
+    batching: bool = False
 
 
 @dataclass
@@ -144,6 +168,7 @@ def promotion_note(seen: list) -> str:
 class Backend(Protocol):
     name: str
     np: Any
+    capabilities: Capabilities
 
     def owns(self, x: Any) -> bool: ...
     def to_array(self, a: Any) -> Any: ...

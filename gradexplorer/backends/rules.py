@@ -27,7 +27,7 @@ import numpy as onp
 
 from ..core.guards import reseeded
 from ..core.tree import Leaf, flatten, float_kind, unflatten
-from .base import Prepared
+from .base import Capabilities, Prepared
 
 __all__ = ["RuleBackend"]
 
@@ -124,6 +124,7 @@ class RuleBackend:
 
     name = "rules"
     np = onp
+    capabilities = Capabilities(numpy_arrays=True)
 
     def __init__(self, vjp_rule: Callable | None = None, jvp_rule: Callable | None = None):
         self.vjp_rule, self.jvp_rule = vjp_rule, jvp_rule

@@ -241,7 +241,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             self.seed.value,
             self.scale.value,
             self.dtype.value,
-            None if self.system.name == "autograd" else self.system.to_array,
+            None if self.system.capabilities.numpy_arrays else self.system.to_array,
         )
         return tuple(args)
 

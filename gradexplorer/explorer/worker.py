@@ -14,6 +14,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..backends import owns_callable
+
 __all__ = ["Cancelled", "Worker", "cancellable"]
 
 
@@ -32,7 +34,7 @@ def cancellable(f: Callable, is_current: Callable[[], bool]) -> Callable:
     >>> g(3), g.__name__
     (6, '<lambda>')
     """
-    if not callable(f) or type(f).__module__.split(".")[0] in ("torch", "jax", "flax"):
+    if not callable(f) or owns_callable(f):
         return f
 
     @functools.wraps(f)

@@ -110,10 +110,6 @@ def named_culprit(exc: ComplexStepError, call: Call | None, system: Any) -> Comp
     return ComplexStepError(f"{exc} The operation: {culprit}.", f"f is not complex-safe: {culprit}")
 
 
-#: Backends whose ``record`` runs f eagerly (its output is concrete) on complex input.
-_RECORDING = ("autograd", "torch")
-
-
 def _reason(call: Call, system: Any) -> str | None:
     for s in call.specs:
         if s.complex:
@@ -121,7 +117,7 @@ def _reason(call: Call, system: Any) -> str | None:
     if not call.specs:
         return None
     leaves, scale = _complex_point(call, system)
-    prefix = "" if system.name == "autograd" else f"{system.name} backend: "
+    prefix = "" if system.capabilities.numpy_arrays else f"{system.name} backend: "
     outputs: list = []
 
     def run(*ls):
@@ -134,10 +130,10 @@ def _reason(call: Call, system: Any) -> str | None:
 
     try:
         with _quiet() as caught:
-            records = system.record(run, leaves) if system.name in _RECORDING else plain()
+            records = system.record(run, leaves) if system.capabilities.eager_record else plain()
     except Exception as exc:
         failure: Exception | None = exc
-        if system.name in _RECORDING:
+        if system.capabilities.eager_record:
             try:  # recording may be what failed (plain numpy code under autograd's boxes)
                 with _quiet() as caught:
                     records = plain()
@@ -182,7 +178,7 @@ def _complex_point(call: Call, system: Any) -> tuple[list, float]:
 
 
 def _culprit_of(call: Call, system: Any) -> str | None:
-    if system.name not in _RECORDING:
+    if not system.capabilities.eager_record:
         return None
     leaves, _ = _complex_point(call, system)
     with _quiet():

@@ -31,7 +31,7 @@ class RealMap:
         # and out; autograd takes numpy as it is
         self._in = getattr(backend, "to_array", None) if backend is not None else None
         self._out = getattr(backend, "to_numpy", None) if backend is not None else None
-        if self._in is not None and backend.name in ("autograd", "rules"):
+        if self._in is not None and backend.capabilities.numpy_arrays:
             self._in = self._out = None
         self.specs: list[Leaf] = call.specs
         self.bounds = onp.cumsum([0] + [s.real_size for s in self.specs])

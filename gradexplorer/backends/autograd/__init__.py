@@ -14,7 +14,7 @@ from autograd.extend import defjvp, defvjp, primitive
 from autograd.tracer import getval, isbox
 
 from ...core.tree import float_kind
-from ..base import Prepared, promote_arguments, promotion_note
+from ..base import Capabilities, Prepared, promote_arguments, promotion_note
 from .recording import (
     FRIENDLY_NAMES,
     definition_site,
@@ -28,7 +28,8 @@ from .recording import (
 from .tracing import VJPTrace, op_name, trace_jvp, trace_vjp, traced_container
 
 __all__ = [
-    "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
+    "name", "capabilities", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value",
+    "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "definition_site", "rule_site",
     "op_function",
     "float_kind", "prepare", "session", "cast",
@@ -36,6 +37,7 @@ __all__ = [
     "primitive", "defvjp", "defjvp",
 ]  # fmt: skip
 
+capabilities = Capabilities(numpy_arrays=True, eager_record=True, operators=True)
 name = "autograd"
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ...core.guards import register_random_source
+from ..base import Capabilities
 from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
 from .recording import (
     definition_site,
@@ -25,11 +26,13 @@ from .recording import (
 from .tracing import VJPTrace, trace_jvp, trace_vjp
 
 __all__ = [
-    "name", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value", "is_traced",
+    "name", "capabilities", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value",
+    "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
     "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace",
 ]  # fmt: skip
 
+capabilities = Capabilities(eager_record=True, devices=True, batching=True)
 name = "torch"
 vjp = trace_vjp
 
