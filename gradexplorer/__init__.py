@@ -38,6 +38,7 @@ from .ad import (
 from .check import (
     CheckReport,
     Entry,
+    Outcome,
     PrecisionReport,
     abs_rel_err,
     check_grads,
@@ -104,7 +105,7 @@ __all__ = [
     "ComplexBlocks", "gallery", "FDResult", "default_step", "numeric_jacobian",
     "check_grads", "check_vjp", "check_jvp", "check_precision", "PrecisionReport",
     "complex_step_applicability",
-    "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
+    "CheckReport", "Entry", "Outcome", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing", "locate", "Localization",
     "ad_sweeps", "ADSweeps",
     "GradExplorerError", "GradientError", "DisconnectedInputError",

@@ -13,10 +13,10 @@ from .classic import (
 from .handwritten import check_jvp, check_vjp
 from .precision import check_precision
 from .precision_report import PrecisionReport
-from .report import CheckReport, Entry
+from .report import CheckReport, Entry, Outcome
 
 __all__ = [
     "check_grads", "check_vjp", "check_jvp", "check_precision", "PrecisionReport",
-    "CheckReport", "Entry", "compute_gradient", "compute_gradient_error",
+    "CheckReport", "Entry", "Outcome", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing",
 ]  # fmt: skip

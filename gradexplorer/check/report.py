@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import enum
 import html
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,9 @@ import numpy as onp
 from ..core.tree import Leaf
 from ..errors import GradientError
 
-__all__ = ["Entry", "CheckReport", "Blocks", "verdict_for", "format_fd_error", "plural"]
+__all__ = [
+    "Entry", "CheckReport", "Blocks", "Outcome", "verdict_for", "format_fd_error", "plural",
+]  # fmt: skip
 
 #: FD errors at or below the smallest normal float64 are its resolution floor
 #: (:func:`gradexplorer.fd.directional.resolution_floor`), shown as such.
@@ -36,6 +39,22 @@ def format_fd_error(e: float) -> str:
 def plural(n: int, one: str, many: str) -> str:
     """``"1 wrong entry"``, ``"2 wrong entries"``."""
     return f"{n} {one if n == 1 else many}"
+
+
+class Outcome(enum.Enum):
+    """A check's verdict: passed, failed, or inconclusive (entries finite
+    differences could not resolve may hide a wrong block).
+
+    >>> Outcome.PASSED.value, str(Outcome.FAILED)
+    ('passed', 'FAILED')
+    """
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
+
+    def __str__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,11 @@ class Entry:
     col: int = 0
     verdict: str = ""
     kind: str = "vjp"
+
+    @property
+    def reading(self) -> str:
+        """The verdict in words, one line (for tables, tooltips, summaries)."""
+        return str(self.verdict)
 
     def __str__(self) -> str:
         fd = format_fd_error(self.fd_error)
@@ -226,6 +250,11 @@ class CheckReport:
         if self.mismatches:
             out.append(self.order)
         return tuple(out)
+
+    @property
+    def outcome(self) -> Outcome:
+        """:class:`Outcome`: PASSED, FAILED or INCONCLUSIVE."""
+        return Outcome.PASSED if self.passed else Outcome.FAILED
 
     @property
     def status(self) -> str:
