@@ -37,9 +37,12 @@ from .ad import (
 )
 from .check import (
     CheckReport,
+    Comparison,
     Entry,
     Outcome,
     PrecisionReport,
+    TaylorResult,
+    Verdict,
     abs_rel_err,
     check_grads,
     check_jvp,
@@ -48,6 +51,7 @@ from .check import (
     compute_gradient,
     compute_gradient_error,
     numeric_grad,
+    taylor_test,
     testing,
     verify_grad,
 )
@@ -66,6 +70,7 @@ from .errors import (
     NullTypeGradError,
 )
 from .fd import FDResult, complex_step_applicability, default_step, numeric_jacobian
+from .fd.reasons import Unresolvable
 from .locate import ADSweeps, Localization, ad_sweeps, locate
 
 __version__ = "0.1.0"
@@ -105,7 +110,8 @@ __all__ = [
     "ComplexBlocks", "gallery", "FDResult", "default_step", "numeric_jacobian",
     "check_grads", "check_vjp", "check_jvp", "check_precision", "PrecisionReport",
     "complex_step_applicability",
-    "CheckReport", "Entry", "Outcome", "compute_gradient", "compute_gradient_error",
+    "CheckReport", "Entry", "Outcome", "Verdict", "Comparison", "Unresolvable", "taylor_test",
+    "TaylorResult", "compute_gradient", "compute_gradient_error",
     "verify_grad", "numeric_grad", "abs_rel_err", "testing", "locate", "Localization",
     "ad_sweeps", "ADSweeps",
     "GradExplorerError", "GradientError", "DisconnectedInputError",

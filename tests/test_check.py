@@ -139,7 +139,9 @@ def test_kink_is_reported_as_not_differentiable():
     r = gx.check_grads(leaky, np.array([0.0, 1.0, -1.0]))
     assert r.passed, str(r)
     assert [(k.row, k.col) for k in r.kinks] == [(0, 0)]
-    assert "not differentiable here" in r.kinks[0].verdict
+    (k,) = r.kinks
+    assert k.verdict is gx.Verdict.RIGHT_AT_KINK and k.one_sided == pytest.approx((1.0, 0.1))
+    assert "not differentiable here" in k.reading and "the left one" in k.reading
     assert "kink" in str(r)
 
 
@@ -218,7 +220,10 @@ def test_nan_outputs_warn_and_are_unresolvable_not_wrong():
     assert not r.mismatches  # a NaN output is no gradient bug ...
     bad = {(e.row, e.col) for e in r.unresolved}
     assert bad == {(1, 0), (1, 1)}  # ... and its entries are never "ok"
-    assert all("not finite at the point" in e.verdict for e in r.unresolved)
+    assert all("not finite at the point" in e.reading for e in r.unresolved)
+    assert all(e.verdict is gx.Verdict.UNRESOLVABLE for e in r.unresolved)
+    # half the entries cannot be judged: that could hide a wrong block
+    assert r.outcome is gx.Outcome.INCONCLUSIVE and "could not be resolved" in r.inconclusive
     assert "unresolvable" in str(r) and "(ok)" not in str(r).split("unresolvable by")[1]
 
 
@@ -391,18 +396,18 @@ def test_report_counts_and_passing_entries_are_worded_honestly():
     assert r.status == "FAILED: 1 wrong entry"
     assert "1 wrong entry;" in text and "wrong entries" not in text and "  wrong entry:" in text
     (e,) = r.mismatches
-    assert e.verdict == "analytic is 1.01x the numeric value"
-    assert all(w.verdict.startswith("ok") for w in r.worst[1:])
+    assert e.verdict is gx.Verdict.WRONG and e.reading == "analytic is 1.01x the numeric value"
+    assert all(w.reading.startswith("ok") for w in r.worst[1:])
     assert gx.check_grads(anp.sin, x_cs).status == "PASSED"
 
     # a kink: the kink says so, and no passing entry is described as off or wrong
     r = gx.check_grads(lambda x: anp.abs(x) + x**2, np.array([0.0, 1e-9, 0.5]))
-    assert r.passed and [k.verdict.split(",")[0] for k in r.kinks] == ["kink"]
+    assert r.passed and [k.verdict for k in r.kinks] == [gx.Verdict.RIGHT_AT_KINK]
+    assert r.kinks[0].reading.startswith("right at a kink: f is not differentiable here")
     for w in r.worst:
-        assert w.verdict.startswith("ok"), w.verdict
-        assert "off by" not in w.verdict and "wrong" not in w.verdict
-    assert any("within tolerance, " in w.verdict for w in r.worst)
-    assert any("uneven nearby" in w.verdict for w in r.worst if w.row == 0)
+        assert w.reading.startswith("ok"), w.reading
+        assert "off by" not in w.reading and "wrong" not in w.reading
+    assert any("within tolerance, " in w.reading for w in r.worst)
     assert "closest to failing (all within tolerance" in str(r)
 
 

@@ -102,7 +102,7 @@ def test_error_estimates_respect_the_float_resolution():
     assert gx.check_grads(lambda v: v * 1e-300, np.array([1.0, 2.0])).passed
     E = resolution_floor(np.array([0.0, 1.0, np.nan]), np.array([1e-320, 1e-30, np.inf]))
     np.testing.assert_array_equal(E, [tiny, 0.5 * eps, np.inf])
-    assert format_fd_error(6.7e-320) == "<=2.2e-308" and format_fd_error(3e-9) == "3.0e-09"
+    assert format_fd_error(6.7e-320) == "<1e-300" and format_fd_error(3e-9) == "3.0e-09"
     text = str(gx.check_grads(lambda v: anp.exp(-(v**2)), np.array([30.0, 0.0])))
     assert "e-31" not in text and "e-32" not in text
 

@@ -22,15 +22,15 @@ from ..fd.steps import METHODS
 from .fast import fast_check
 from .full import full_check
 from .judging import validate_tolerance
+from .options import DEFAULT_MAX_NAMED, Options, choose_mode
 from .problem import Problem, as_rng, build_problem
-from .report import Blocks, CheckReport
+from .report import Blocks, CheckReport, Outcome
 
-__all__ = ["check_grads", "as_rng", "Problem", "second_order_problem"]
+__all__ = [
+    "check_grads", "check_problem", "as_rng", "Problem", "second_order_problem",
+]  # fmt: skip
 
 _MODES = ("auto", "full", "fast")
-#: Above this many dense entries (or inputs), mode="auto" switches to the fast check.
-AUTO_FAST_ENTRIES = 1_000_000
-AUTO_FAST_INPUTS = 1_000
 
 
 def check_grads(
@@ -47,6 +47,7 @@ def check_grads(
     reseed: int | None = None,
     backend: str | None = None,
     precision: str | None = None,
+    max_named: int = DEFAULT_MAX_NAMED,
     **kwargs: Any,
 ) -> CheckReport:
     """Check f's derivatives against finite differences, entry by entry.
@@ -71,7 +72,9 @@ def check_grads(
     mode : {"auto", "full", "fast"}
         ``full`` builds both Jacobians; ``fast`` compares random projections
         and, on failure, locates the wrong entries by group testing without
-        building them. ``auto`` picks fast for large problems.
+        building them (and falls back to the full check where group testing
+        cannot finish and the full check is affordable). ``auto`` picks fast
+        for large problems; ``report.mode_reason`` says which and why.
     atol, rtol : float, optional
         Added to each entry's allowance: ``|a - n| <= 2·FD error + rtol·|value|
         + atol``. Defaults: ``atol = 0`` and ``rtol = 256·eps`` of the entry's
@@ -84,9 +87,11 @@ def check_grads(
     step : float, array or structure like the inputs, optional
         Base steps instead of the per-dtype, per-element default.
     reseed : int, optional
-        Re-seed numpy's (and Python's) global random generator before every
-        call of f: the way to check an objective that draws random numbers
-        inside (dropout, a sampled variational bound).
+        Re-seed the global random generators before every call of f —
+        numpy's, Python's and torch's (CPU and CUDA) — the way to check an
+        objective that draws random numbers inside (dropout, a sampled
+        variational bound). A jax function takes its key as an argument: a
+        key passed in is constant by nature, so no reseeding is needed.
     backend : {"autograd", "torch", "jax"}, optional
         The AD system f is written for (default: recognised from the
         arguments: torch tensors, jax arrays or a torch ``nn.Module`` f,
@@ -102,6 +107,8 @@ def check_grads(
     Returns
     -------
     CheckReport
+        ``outcome`` is PASSED, FAILED, or INCONCLUSIVE when entries finite
+        differences could not resolve may hide a wrong block.
 
     Examples
     --------
@@ -123,6 +130,8 @@ def check_grads(
     rtol = validate_tolerance(rtol, "rtol")
     if reseed is not None and not isinstance(reseed, (int, onp.integer)):
         raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
+    if not isinstance(max_named, (int, onp.integer)) or max_named < 1:
+        raise ValueError(f"max_named must be an int >= 1; got {max_named!r:.40}.")
     gen = as_rng(rng)
     with (
         keeping_random_state(reseed is not None),
@@ -130,34 +139,40 @@ def check_grads(
     ):
         p = build_problem(prep.f, prep.args, prep.kwargs, prep.wrt, reseed=reseed, backend=system)
         p.extra_notes.extend(prep.notes)
-        return _check_grads(p, order, mode, atol, rtol, gen, method, step)
+        p.step = step
+        p.steps(method)  # validates step now, with a clear message
+        opts = Options(method, atol, rtol, gen, 1, max_named=max_named)
+        return check_problem(p, opts, mode=mode, order=order)
 
 
-def _check_grads(p, order, mode, atol, rtol, gen, method, step):
-    p.step = step
-    p.steps(method)  # validates step now, with a clear message
-    n, m = p.n, p.m
-    chosen = mode
-    if mode == "auto":
-        chosen = "fast" if (n > AUTO_FAST_INPUTS or n * m > AUTO_FAST_ENTRIES) else "full"
-    first = _check_problem(p, chosen, method, atol, rtol, gen, order=1)
+def check_problem(p: Problem, opts: Options, *, mode: str = "auto", order: int = 1) -> CheckReport:
+    """Check a built :class:`Problem` (in its backend's session): the first
+    order, and the second when asked, in the mode chosen for its size."""
+    chosen, why = choose_mode(mode, p.n, p.m)
+    return _check_orders(p, chosen, replace(opts, mode_reason=why), order)
+
+
+def _check_orders(p: Problem, mode: str, opts: Options, order: int) -> CheckReport:
+    first = _check_problem(p, mode, opts)
     if order == 1:
         return first
-    q = second_order_problem(p, gen)
+    q = second_order_problem(p, opts.gen)
     q.step = None
+    method = "richardson" if opts.method == "complex_step" else opts.method
     try:
-        second = _check_problem(
-            q,
-            chosen,
-            "richardson" if method == "complex_step" else method,
-            atol,
-            rtol,
-            gen,
-            order=2,
-        )
+        second = _check_problem(q, mode, replace(opts, method=method, order=2))
     except Exception as exc:
         raise _not_differentiable(exc) from exc
-    return replace(second, first_order=first, passed=first.passed and second.passed)
+    outcomes = {first.outcome, second.outcome}
+    outcome = (
+        Outcome.FAILED
+        if Outcome.FAILED in outcomes
+        else Outcome.INCONCLUSIVE
+        if Outcome.INCONCLUSIVE in outcomes
+        else Outcome.PASSED
+    )
+    why = second.inconclusive or (first.inconclusive and f"first order: {first.inconclusive}")
+    return replace(second, first_order=first, outcome=outcome, inconclusive=why)
 
 
 def _not_differentiable(exc: Exception) -> Exception:
@@ -176,10 +191,8 @@ def _not_differentiable(exc: Exception) -> Exception:
     )
 
 
-def _check_problem(p, mode, method, atol, rtol, gen, order) -> CheckReport:
-    if mode == "fast":
-        return fast_check(p, method, atol, rtol, gen, order)
-    return full_check(p, method, atol, rtol, gen, order)
+def _check_problem(p: Problem, mode: str, opts: Options) -> CheckReport:
+    return fast_check(p, opts) if mode == "fast" else full_check(p, opts)
 
 
 def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:

@@ -1,17 +1,25 @@
-"""Reading a check's numbers: kinks and jumps, block patterns, f's own noise, empty problems."""
+"""Reading a check's numbers: block patterns, f's own noise and staircases, when a
+check is inconclusive, empty problems."""
 
 from __future__ import annotations
 
 import numpy as onp
 
-from ..fd.directional import directional_derivatives, exact_steps
 from ..fd.noise import NoiseModel
-from .judging import FD_SAFETY, make_entry
+from .options import Options
 from .problem import Problem
-from .report import Blocks, CheckReport
+from .report import Blocks, CheckReport, Outcome
+from .verdicts import Verdict
 
-#: One-sided derivatives closer than this (relative) are not called a kink.
-KINK_RTOL = 1e-6
+__all__ = [
+    "noise_notes", "staircase_notes", "empty_report", "diagnose_pattern", "inconclusive_reason",
+    "INCONCLUSIVE_SHARE", "INCONCLUSIVE_BLOCK",
+]  # fmt: skip
+
+#: Unresolvable entries above this share of all entries make a check inconclusive,
+INCONCLUSIVE_SHARE = 0.05
+#: and so do those above this share of one output-by-input block.
+INCONCLUSIVE_BLOCK = 0.5
 
 
 def noise_notes(
@@ -42,12 +50,13 @@ def noise_notes(
     ]
 
 
-def empty_report(p: Problem, method: str, order: int, mode: str) -> CheckReport:
+def empty_report(p: Problem, opts: Options, mode: str) -> CheckReport:
     """Nothing to compare: f's output (or the selected input) has no entries."""
     what = "f's output is empty" if p.m == 0 else "the selected inputs are empty"
     z = onp.zeros((p.m, p.n))
+    method, order = opts.method, opts.order
     return CheckReport(
-        passed=True,
+        outcome=Outcome.PASSED,
         analytic=z,
         numeric=z,
         abs_err=z,
@@ -105,75 +114,64 @@ def diagnose_pattern(A, N, V, cols: Blocks) -> list[str]:
     return notes
 
 
-def _kinks(p: Problem, bad, A, N, E, rtol, atol, noise, y0):
-    """Entries whose right and left derivatives differ: kinks, not bugs.
+#: A staircase is worth a note when it is this many times coarser than the output's ulp.
+NOTABLE_STAIRS = 2.0**20
 
-    Each one-sided derivative is estimated at two step sizes, 64x apart, with
-    errors from the rounding of f alone; it counts only where the two agree
-    (a slope, not noise), and the two sides must then differ beyond both.
-    """
-    if not len(bad):
-        return [], set(), 0
-    columns = onp.array(sorted({int(j) for _, j in bad})[:200])
-    x0 = p.x0
-    spacing = p.spacing()
-    quiet = NoiseModel(noise.resolved, noise.resolved, noise.floor, noise.scale)
-    sides, nfev = {}, 0
-    for method in ("forward", "backward"):
-        base = p.steps(method)[columns]
-        ests = []
-        for factor in (2.0**6, 2.0**12):
-            steps = exact_steps(x0[columns], base * factor, spacing[columns])
-            d = directional_derivatives(
-                p.batch,
-                x0,
-                y0,
-                quiet,
-                steps,
-                columns=columns,
-                method=method,
-                adapt=False,
-                coord_eps=p.coord_eps(),
-            )
-            nfev += d.nfev
-            ests.append((d.est, d.err))
-        (e1, r1), (e2, r2) = ests
-        # a jump: the one-sided quotient scales like 1/h (64x between the steps)
-        with onp.errstate(all="ignore"):
-            jump = (onp.abs(e1 / e2 - 64.0) < 0.064) & (onp.abs(e1) > 0)
-        # a slope: both steps agree, and the sharper of the two pins it down
-        best = onp.where(r1 <= r2, e1, e2)
-        r_best = onp.minimum(r1, r2)
-        agree = ~jump & (onp.abs(e1 - e2) <= FD_SAFETY * (r1 + r2))
-        agree &= r_best <= 0.25 * onp.maximum(onp.abs(e1), onp.abs(e2)) + onp.finfo(float).tiny
-        sign = 1 if method == "forward" else -1
-        size = onp.where(jump, e1 * base[:, None] * 2.0**6 * sign, 0.0)
-        sides[method] = (best, onp.where(agree, r_best, onp.inf), size)
-    kinks, kink_set = [], set()
-    pos = {int(j): t for t, j in enumerate(columns)}
-    (ef, rf, jf), (eb, rb, jb) = sides["forward"], sides["backward"]
-    for i, j in bad:
-        t = pos.get(int(j))
-        if t is None:
-            continue
-        verdict = None
-        if jf[t, i] or jb[t, i]:
-            size = jf[t, i] or jb[t, i]
-            side = "right" if jf[t, i] else "left"
-            verdict = (
-                f"jump, not continuous here: f jumps by about {abs(size):.3g} just {side} of x"
-            )
-        elif onp.isfinite(rf[t, i]) and onp.isfinite(rb[t, i]):
-            right, left = ef[t, i], eb[t, i]
-            r = max(rtol[i, j] if onp.ndim(rtol) else rtol, KINK_RTOL)
-            allowed = FD_SAFETY * (rf[t, i] + rb[t, i]) + r * max(abs(right), abs(left)) + atol
-            if abs(right - left) > allowed:
-                verdict = (
-                    f"kink, not differentiable here: right derivative {right:.6g}, left {left:.6g}"
-                )
-        if verdict is not None:
-            kinks.append(
-                make_entry(p.rows, p.cols, i, j, A[i, j], N[i, j], E[i, j], 0.0, verdict=verdict)
-            )
-            kink_set.add((int(i), int(j)))
-    return kinks, kink_set, nfev
+
+def staircase_notes(p: Problem, noise: NoiseModel) -> list[str]:
+    """Name the outputs that move in quanta far coarser than their precision
+    (more than 20 bits lost: a finer grid is ordinary cancellation)."""
+    if noise.quantum is None:
+        return []
+    out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
+    notable = noise.quantum >= NOTABLE_STAIRS * out_eps * noise.scale
+    stairs = onp.flatnonzero(notable & (noise.quantum > 0))
+    if not stairs.size:
+        return []
+    worst = stairs[onp.argmax(noise.quantum[stairs])]
+    where = p.rows.label(int(worst)) + (
+        f" and {stairs.size - 1} more output(s)" if stairs.size > 1 else ""
+    )
+    return [
+        f"f moves in quanta of {noise.quantum[worst]:.2g} at {where} (a rounding staircase: "
+        "the output is a small difference of large terms, or passes through a lower-precision "
+        "value). The steps were kept wide enough to span many quanta, and each entry's FD "
+        "error counts the quantum."
+    ]
+
+
+def inconclusive_reason(p: Problem, verdicts: onp.ndarray, settled=None) -> str:
+    """Why the entries finite differences could not resolve may hide a wrong
+    block (empty when they cannot): more than :data:`INCONCLUSIVE_BLOCK` of an
+    output-by-input block, a whole output or input, or more than
+    :data:`INCONCLUSIVE_SHARE` of all entries (three at least), other than in
+    blocks ``settled`` (by the Taylor test)."""
+    unresolved = verdicts == Verdict.UNRESOLVABLE.code
+    total = int(unresolved.sum())
+    if not total:
+        return ""
+    open_ = unresolved.copy()
+    for rname, rs in p.rows.slices.items():
+        for cname, cs in p.cols.slices.items():
+            if (rname, cname) in (settled or set()):
+                open_[rs, cs] = False
+    where = []
+    for rname, rs in p.rows.slices.items():
+        for cname, cs in p.cols.slices.items():
+            block = open_[rs, cs]
+            if block.size and block.mean() > INCONCLUSIVE_BLOCK:
+                where.append(f"{rname} / {cname} ({block.mean():.0%})")
+    rows = onp.flatnonzero(onp.all(open_, axis=1))
+    cols = onp.flatnonzero(onp.all(open_, axis=0))
+    where += [f"every entry of {p.rows.label(int(i))}" for i in rows[:2]]
+    where += [f"every entry of {p.cols.label(int(j))}" for j in cols[:2]]
+    many = open_.sum() >= 3 and open_.mean() > INCONCLUSIVE_SHARE
+    if not where and not many:
+        return ""
+    detail = f", including {'; '.join(where[:4])}" if where else ""
+    return (
+        f"{total} of {unresolved.size} entries ({total / unresolved.size:.0%}) could not be "
+        f"resolved by finite differences{detail}: a wrong entry there would go unseen. Check "
+        "at another point, pass reseed= if f draws random numbers, or judge those inputs "
+        "with gx.taylor_test."
+    )

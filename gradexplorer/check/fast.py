@@ -18,32 +18,110 @@ import numpy as onp
 from ..fd.directional import directional_derivatives
 from ..fd.noise import probe_noise
 from .determinism import backward_spread
-from .fastctx import MAX_LOCATED, _allowed, _Ctx, _Dir
-from .full import _precision_note, full_check, linearity_gap, rule_precision
-from .grouptest import _forward_rows, _locate, _locate_forward
-from .judging import RTOL_ULPS, make_entry
+from .diagnosis import empty_report
+from .entries import make_entry
+from .fastctx import Along, FastContext, allowed
+from .full import full_check
+from .grouptest import forward_rows, locate_entries, locate_forward
+from .judging import RTOL_ULPS
+from .options import Options
 from .problem import Problem
-from .report import CheckReport, Entry
+from .report import CheckReport, Entry, Outcome
+from .rules import linearity_gap, precision_note, rule_precision, solver_slack
+from .verdicts import Comparison, Verdict
 
-__all__ = ["fast_check", "N_PROJECTIONS", "MAX_LOCATED"]
+__all__ = ["fast_check", "N_PROJECTIONS", "AFFORDABLE_ENTRIES"]
 
 N_PROJECTIONS = 2
-#: Fall back to the dense check when localization fails below this many entries.
+#: The full check is affordable as a fallback up to this many dense entries.
 AFFORDABLE_ENTRIES = 250_000
 
 
-def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckReport:
-    notes = [f"fast mode: {N_PROJECTIONS} random projections uᵀ J d, then group testing"]
+def fast_check(p: Problem, opts: Options) -> CheckReport:
     if p.m == 0 or p.n == 0:
-        from .full import empty_report
-
-        return empty_report(p, method, order, "fast")
+        return empty_report(p, opts, "fast")
+    method = opts.method
+    notes = [f"fast mode: {N_PROJECTIONS} random projections uᵀ J d, then group testing"]
     if method in ("complex_step", "forward", "backward"):
         notes.append(f"fast mode projects along random directions: {method} replaced by richardson")
         method = "richardson"
+    ctx, U, y0_ext, jitter_rel = _context(p, opts, method)
+    ctx.notes.extend(notes)
+    entries, precision, slack = _linearity(ctx, opts)
+    failing, unresolved, forward_entries = _project(ctx, U, y0_ext, precision, slack, opts)
+    entries += forward_entries
+    entries += _locate_or_fall_back(ctx, p, opts, failing, unresolved, entries)
+    entries = _dedupe(entries)
+    kinks = [e for e in entries if e.verdict is Verdict.RIGHT_AT_KINK]
+    wrong = [e for e in entries if e.verdict.failing]
+    if kinks:
+        ctx.notes.append(
+            f"{len(kinks)} located entr{'y is' if len(kinks) == 1 else 'ies are'} where f is "
+            "not differentiable, and the analytic value is one of its one-sided derivatives "
+            "(or between them): right at a kink."
+        )
+    wrong.sort(key=lambda e: -e.violation if onp.isfinite(e.violation) else -onp.inf)
+    named = wrong[: opts.max_named]
+    if len(wrong) > len(named):
+        ctx.notes.append(
+            f"{len(wrong)} wrong entries found; the {len(named)} worst are named "
+            f"(max_named={opts.max_named})."
+        )
+    if ctx.capped:
+        ctx.notes.append(
+            f"the search stopped after {ctx.budget} wrong rows or columns: more wrong entries "
+            "may remain (a systematic bug?); mode='full' finds them all, or pass a larger "
+            "max_named= to search further."
+        )
+    why = ""
+    if not wrong and unresolved == N_PROJECTIONS and failing is None:
+        why = (
+            "no random projection could be resolved by finite differences (f is too uneven "
+            "along random directions here), and the full check is too large to fall back on: "
+            "try another point, or mode='full' on a part of the inputs."
+        )
+    outcome = Outcome.FAILED if wrong else Outcome.INCONCLUSIVE if why else Outcome.PASSED
+    row_eps, col_eps = ctx.row_eps, ctx.col_eps
+    rtol = opts.rtol
+    return CheckReport(
+        outcome=outcome,
+        analytic=None,
+        numeric=None,
+        abs_err=None,
+        rel_err=None,
+        fd_error=None,
+        violation=None,
+        worst=tuple(named[:10]),
+        mismatches=tuple(named),
+        rows=p.rows,
+        cols=p.cols,
+        order=opts.order,
+        mode="fast",
+        method=method,
+        dtype=p.dtype,
+        atol=ctx.atol,
+        rtol=float(RTOL_ULPS * max(row_eps.max(), col_eps.max())) if rtol is None else rtol,
+        nfev=ctx.cost.nfev + 2,
+        ngrad=ctx.cost.ngrad,
+        notes=tuple(ctx.notes) + tuple(p.extra_notes),
+        function=p.name,
+        not_checked=p.not_checked,
+        noise=ctx.noise.coarse[: p.m],
+        kinks=tuple(kinks),
+        backward_spread=jitter_rel,
+        inconclusive=why,
+        n_wrong=len(wrong),
+        mode_reason=opts.mode_reason,
+    )
+
+
+def _context(p: Problem, opts: Options, method: str):
+    """The fast check's context: f's noise (and its projections'), the backward
+    pass, its spread; the projection cotangents U and the extended f(x)."""
+    gen = opts.gen
     x0 = p.x0
     y0 = p.evaluate_one(x0)
-    m, n = y0.size, x0.size
+    m = y0.size
     tr = p.backend.vjp(p.F, p.vs)
     steps = p.steps(method)
     spacing = p.spacing()
@@ -55,74 +133,74 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
     y0_ext = _extended(y0[None], U)[0]
     ext_eps = onp.concatenate([row_eps, onp.full(N_PROJECTIONS, row_eps.max())])
     noise_ext, nf = probe_noise(ext, x0, y0_ext, steps, spacing, ext_eps, rng=gen, directions=1)
-    ctx = _Ctx(
-        p,
-        tr,
-        x0,
-        y0,
-        noise_ext,
-        base,
-        steps / base,
-        row_eps,
-        col_eps,
-        0.0 if atol is None else atol,
-        rtol,
-        method,
-        spacing,
-    )
+    ctx = FastContext(
+        p, tr, x0, y0, noise_ext, base, steps / base, row_eps, col_eps,
+        0.0 if opts.atol is None else opts.atol, opts.rtol, method, spacing,
+        budget=max(opts.max_named, 1), ext=ext,
+    )  # fmt: skip
     ctx.cost.nfev += nf + 1
-    ctx.notes.extend(notes)
     jitter, jitter_rel, jitter_note = backward_spread(p, tr, ctx.vjp, gen)
     if jitter_note:
         ctx.notes.append(jitter_note)
         ctx.atol = ctx.atol + 2.0 * float(jitter.max())
+    return ctx, U, y0_ext, jitter_rel
 
-    # the VJP must be linear in its cotangent; a gap counts where the finite
-    # differences confirm that the random-cotangent VJP is wrong
-    lin, lin_rel, (u_l, ru_l) = linearity_gap(ctx.vjp, m, n, gen, ctx.y_dtype, col_eps)
+
+def _linearity(ctx: FastContext, opts: Options):
+    """The VJP must be linear in its cotangent; a gap counts where the finite
+    differences confirm that the random-cotangent VJP is wrong. An adaptive
+    rule (inexact everywhere, slightly) is judged to the precision it shows."""
+    m, n = ctx.y0.size, ctx.x0.size
+    lin, lin_rel, (u_l, ru_l) = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
     precision = rule_precision(lin, lin_rel)
     slack = 0.0
     if precision:
-        from .full import solver_slack
-
         slack = float(onp.max(solver_slack(ctx.row_noise), initial=0.0))
-        ctx.rtol = max(ctx.rtol or 0.0, precision + slack, RTOL_ULPS * float(col_eps.max()))
-        ctx.notes.append(_precision_note("VJP", precision, "cotangent"))
+        ctx.rtol = max(ctx.rtol or 0.0, precision + slack, RTOL_ULPS * float(ctx.col_eps.max()))
+        ctx.notes.append(precision_note("VJP", precision, "cotangent"))
         lin = onp.zeros_like(lin)
     entries: list[Entry] = []
-    suspects = onp.flatnonzero(lin > 1)[:MAX_LOCATED]
+    suspects = onp.flatnonzero(lin > 1)[: ctx.budget]
     if suspects.size:
-        entries.extend(_nonlinear_entries(ctx, u_l, ru_l, suspects))
+        entries = _nonlinear_entries(ctx, u_l, ru_l, suspects)
         if entries:
             ctx.notes.append(
                 f"the VJP is not linear in its cotangent at {len(entries)} input entr"
                 f"{'y' if len(entries) == 1 else 'ies'} ({entries[0].label.split(' / ')[1]}, "
                 "...): a rule that ignores its cotangent g, or adds a term not multiplied by g."
             )
-
     ctx.linear = not suspects.size  # the row search may subtract VJPs only if they are linear
-    forward_ok = True
-    failing = None
-    unresolved = 0
-    jvp_checked = False
+    return entries, precision, slack
+
+
+def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
+    """``uᵀ J d`` for each projection, by the VJP and by finite differences (with
+    J d for every row at once, which forward mode is checked against too).
+    Returns the first failing projection ``(u, J d)`` or None, how many could
+    not be resolved, and forward-mode entries."""
+    m, n = ctx.y0.size, ctx.x0.size
+    forward_ok, jvp_checked = True, False
+    failing, unresolved = None, 0
+    entries: list[Entry] = []
+    rt = RTOL_ULPS * float(ctx.col_eps.max()) if opts.rtol is None else opts.rtol
     for k in range(N_PROJECTIONS):
         u = U[k]
-        d = gen.standard_normal(n) * ctx.scale
+        d = opts.gen.standard_normal(n) * ctx.scale
         res = directional_derivatives(
-            ext,
-            x0,
+            ctx.ext,
+            ctx.x0,
             y0_ext,
-            noise_ext,
-            onp.array([base]),
+            ctx.noise,
+            onp.array([ctx.base]),
             vectors=d[None],
-            method=method,
+            method=ctx.method,
             balance=onp.inf,
-            spacing=spacing,
-            coord_eps=col_eps,
+            spacing=ctx.spacing,
+            coord_eps=ctx.col_eps,
         )
         ctx.cost.nfev += res.nfev
         d = res.vectors[0]
-        jd = _Dir(d, res.est[0, :m], res.err[0, :m])
+        jd = Along(d, res.est[0, :m], res.err[0, :m])
         if precision and k == 0:
             # an inexact rule's error is relative to the whole Jacobian's size, not to
             # each tiny sensitivity (as in the full check): J d / |d| gauges that size
@@ -135,15 +213,13 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
         r = ctx.vjp(u)
         analytic = float(r @ d)
         magnitude = float(onp.abs(r) @ onp.abs(d))
-        rt = RTOL_ULPS * float(col_eps.max()) if rtol is None else rtol
         if not onp.isfinite(num_err):
             unresolved += 1  # this projection cannot judge; the others, or the fallback, must
-        elif not onp.isfinite(analytic) or abs(analytic - num) > _allowed(
+        elif not onp.isfinite(analytic) or abs(analytic - num) > allowed(
             num_err, rt, magnitude, ctx.atol
         ):
             failing = failing or (u, jd)
-        # forward mode, where JVP rules exist: every row of J d at once
-        if forward_ok:
+        if forward_ok:  # forward mode, where JVP rules exist: every row of J d at once
             try:
                 jv = ctx.jvp(d)
             except NotImplementedError:
@@ -153,87 +229,51 @@ def fast_check(p: Problem, method: str, atol, rtol, gen, order: int) -> CheckRep
                     "differentiable VJP"
                 )
             else:
-                bad_rows = _forward_rows(ctx, jd, jv)
+                bad_rows = forward_rows(ctx, jd, jv)
                 if bad_rows.size:
-                    entries.extend(_locate_forward(ctx, bad_rows, d))
+                    entries.extend(locate_forward(ctx, bad_rows, d))
                 if not jvp_checked:  # a JVP must be linear in its tangent too
                     jvp_checked = True
-                    entries.extend(_nonlinear_jvp(ctx, jd, jv, gen))
+                    entries.extend(_nonlinear_jvp(ctx, jd, jv, opts.gen))
         if failing is not None and not forward_ok:
             break  # one failing projection is enough to start locating
-    if failing is None and unresolved == N_PROJECTIONS and not entries:
-        if m * n <= AFFORDABLE_ENTRIES:
-            ctx.notes.append(
-                "no projection could be resolved by finite differences: fell back to the full check"
-            )
-            full = full_check(p, method, atol, rtol, gen, order)
-            entries.extend(full.mismatches)
-            ctx.cost.nfev += full.nfev
-            ctx.cost.ngrad += full.ngrad
-        else:
-            ctx.notes.append(
-                "no projection could be resolved by finite differences (f is too uneven "
-                "along random directions here): the check is inconclusive; try another point "
-                "or mode='full' on a part of the inputs."
-            )
+    return failing, unresolved, entries
+
+
+def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry]:
+    """Group testing where a projection failed; the full check where that is
+    affordable and group testing could not finish (nothing resolved, nothing
+    located, or more wrong entries than its budget)."""
+    affordable = p.m * p.n <= AFFORDABLE_ENTRIES
+    located: list[Entry] = []
     if failing is not None:
-        u, jd = failing
         ctx.notes.append(
             "a projection uᵀ(J_ad - J_fd)d exceeded its tolerance; locating the wrong entries"
         )
-        located = _locate(ctx, u, jd)
-        if not located and m * n <= AFFORDABLE_ENTRIES:
-            ctx.notes.append(
-                "group testing found no single wrong entry: fell back to the full check"
-            )
-            full = full_check(p, method, atol, rtol, gen, order)
-            located = [e for e in full.mismatches if e.kind == "vjp"]
-            ctx.cost.nfev += full.nfev
-            ctx.cost.ngrad += full.ngrad
-        if not located and not entries:
-            ctx.notes.append(
-                "no entry exceeds its own tolerance although a projection did: the error is "
-                "spread thin over many entries, each within its FD error; run mode='full' "
-                "to see every entry."
-            )
-        entries.extend(located)
-    entries = _dedupe(entries)
-    entries, kinks, nk = _split_kinks(ctx, entries)
-    ctx.cost.nfev += nk
-    if kinks:
-        ctx.notes.append(
-            f"{len(kinks)} located entr{'y is' if len(kinks) == 1 else 'ies are'} at a kink or "
-            "a jump (one-sided derivatives differ): not differentiable here, so neither right "
-            "nor wrong."
+        located = locate_entries(ctx, *failing)
+    stuck = failing is None and unresolved == N_PROJECTIONS and not found
+    empty = failing is not None and not located
+    if (stuck or empty or ctx.capped) and affordable:
+        why = (
+            "no projection could be resolved by finite differences"
+            if stuck
+            else "group testing found no single wrong entry"
+            if empty
+            else f"more than {ctx.budget} wrong rows or columns"
         )
-    entries.sort(key=lambda e: -e.violation if onp.isfinite(e.violation) else -onp.inf)
-    return CheckReport(
-        passed=not entries,
-        analytic=None,
-        numeric=None,
-        abs_err=None,
-        rel_err=None,
-        fd_error=None,
-        violation=None,
-        worst=tuple(entries[:10]),
-        mismatches=tuple(entries),
-        rows=p.rows,
-        cols=p.cols,
-        order=order,
-        mode="fast",
-        method=method,
-        dtype=p.dtype,
-        atol=ctx.atol,
-        rtol=float(RTOL_ULPS * max(row_eps.max(), col_eps.max())) if rtol is None else rtol,
-        nfev=ctx.cost.nfev + 2,
-        ngrad=ctx.cost.ngrad,
-        notes=tuple(ctx.notes) + tuple(p.extra_notes),
-        function=p.name,
-        not_checked=p.not_checked,
-        noise=noise_ext.coarse[:m],
-        kinks=tuple(kinks),
-        backward_spread=jitter_rel,
-    )
+        ctx.notes.append(f"{why}: fell back to the full check, which judges every entry")
+        full = full_check(p, opts)
+        ctx.cost.nfev += full.nfev
+        ctx.cost.ngrad += full.ngrad
+        ctx.capped = False
+        return list(full.mismatches) + list(full.kinks)
+    if empty and not found:
+        ctx.notes.append(
+            "no entry exceeds its own tolerance although a projection did: the error is "
+            "spread thin over many entries, each within its FD error; run mode='full' "
+            "to see every entry."
+        )
+    return located
 
 
 def _extended(Y: onp.ndarray, U: onp.ndarray) -> onp.ndarray:
@@ -242,7 +282,7 @@ def _extended(Y: onp.ndarray, U: onp.ndarray) -> onp.ndarray:
         return onp.hstack([Y, Y @ U.T])
 
 
-def _nonlinear_entries(ctx: _Ctx, u, ru, columns) -> list[Entry]:
+def _nonlinear_entries(ctx: FastContext, u, ru, columns) -> list[Entry]:
     """Columns where vjp(u) for a random u disagrees with uᵀ·(FD column)."""
     from ..fd.directional import exact_steps
 
@@ -268,42 +308,19 @@ def _nonlinear_entries(ctx: _Ctx, u, ru, columns) -> list[Entry]:
         ok = onp.isfinite(err)
         num = float(u[ok] @ est[ok])
         e = float(onp.abs(u[ok]) @ err[ok])
-        allowed = _allowed(e, rt, max(abs(num), abs(ru[j])), ctx.atol)
-        if ok.all() and abs(ru[j] - num) > allowed:
+        tol = allowed(e, rt, max(abs(num), abs(ru[j])), ctx.atol)
+        if ok.all() and abs(ru[j] - num) > tol:
             out.append(
                 make_entry(
-                    p.rows,
-                    p.cols,
-                    -1,
-                    j,
-                    ru[j],
-                    num,
-                    e,
-                    abs(ru[j] - num) / allowed,
-                    kind="linearity",
-                    verdict="VJP not linear in its cotangent",
+                    p.rows, p.cols, -1, j, ru[j], num, e, abs(ru[j] - num) / tol,
+                    kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
+                    detail="VJP not linear in its cotangent",
                 )
-            )
+            )  # fmt: skip
     return out
 
 
-def _split_kinks(ctx: _Ctx, entries: list[Entry]):
-    """Located reverse-mode entries whose one-sided derivatives differ are kinks."""
-    from .full import _kinks
-
-    cand = [e for e in entries if e.kind == "vjp" and e.row >= 0]
-    if not cand:
-        return entries, [], 0
-    A = {(e.row, e.col): e.analytic for e in cand}
-    N = {(e.row, e.col): e.numeric for e in cand}
-    E = {(e.row, e.col): e.fd_error for e in cand}
-    bad = onp.array([(e.row, e.col) for e in cand])
-    rt = float(ctx.rtol_rows().max())
-    kinks, kink_set, nfev = _kinks(ctx.p, bad, A, N, E, rt, ctx.atol, ctx.row_noise, ctx.y0)
-    return [e for e in entries if (e.row, e.col) not in kink_set or e.kind != "vjp"], kinks, nfev
-
-
-def _nonlinear_jvp(ctx: _Ctx, jd: _Dir, jv: onp.ndarray, gen) -> list[Entry]:
+def _nonlinear_jvp(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> list[Entry]:
     """Rows where the JVP is not linear in its tangent, confirmed by J d."""
     n = ctx.x0.size
     ratio, rel, _ = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
@@ -312,27 +329,17 @@ def _nonlinear_jvp(ctx: _Ctx, jd: _Dir, jv: onp.ndarray, gen) -> list[Entry]:
     rt = ctx.rtol_rows()
     out = []
     with onp.errstate(all="ignore"):
-        viol = onp.abs(jv - jd.est) / _allowed(jd.err, rt, onp.abs(jv), ctx.atol)
+        viol = onp.abs(jv - jd.est) / allowed(jd.err, rt, onp.abs(jv), ctx.atol)
     p = ctx.p
-    for i in onp.flatnonzero((ratio > 1) & onp.isfinite(jd.err))[:MAX_LOCATED]:
+    for i in onp.flatnonzero((ratio > 1) & onp.isfinite(jd.err))[: ctx.budget]:
         if not viol[i] <= 1:
             out.append(
-                Entry(
-                    p.cols.sides[0].wrt,
-                    (),
-                    (),
-                    float(jv[i]),
-                    float(jd.est[i]),
-                    float(abs(jv[i] - jd.est[i])),
-                    float(jd.err[i]),
-                    f"{p.rows.label(int(i))} / (d·x) [fwd]",
-                    float(viol[i]),
-                    int(i),
-                    -1,
-                    "JVP not linear in its tangent",
-                    "linearity",
+                make_entry(
+                    p.rows, p.cols, int(i), -1, jv[i], jd.est[i], jd.err[i], viol[i],
+                    kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
+                    detail="JVP not linear in its tangent",
                 )
-            )
+            )  # fmt: skip
     if out:
         ctx.notes.append(
             f"the JVP is not linear in its tangent at {len(out)} output(s) "
@@ -346,15 +353,12 @@ def _dedupe(entries: list[Entry]) -> list[Entry]:
     """One entry per place; a forward-mode entry only where reverse mode is right
     (an operation without a JVP rule takes its tangents from its VJP, so a wrong
     VJP shows in both)."""
-    reverse = {(e.row, e.col) for e in entries if e.kind == "vjp"}
+    reverse = {(e.row, e.col) for e in entries if e.kind is Comparison.VJP}
     seen, out = set(), []
     for e in entries:
         key = (e.row, e.col, e.kind)
-        if key in seen or (e.kind == "jvp" and (e.row, e.col) in reverse):
+        if key in seen or (e.kind is Comparison.JVP and (e.row, e.col) in reverse):
             continue
         seen.add(key)
         out.append(e)
     return out
-
-
-# ---------------------------------------------------------------- localization

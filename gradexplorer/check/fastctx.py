@@ -1,7 +1,9 @@
-"""What the fast check carries while it looks: the problem, its noise, the cost so far."""
+"""What the fast check carries while it looks: the problem, its noise, the cost
+so far, and how many wrong entries it may still name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as onp
@@ -12,18 +14,17 @@ from .judging import FD_SAFETY, RTOL_ULPS
 from .problem import Problem
 from .rules import flat
 
-#: Stop localizing after this many wrong rows / columns (a systematic bug hits them all).
-MAX_LOCATED = 32
+__all__ = ["Cost", "Along", "FastContext", "allowed"]
 
 
 @dataclass
-class _Cost:
+class Cost:
     nfev: int = 0
     ngrad: int = 0
 
 
 @dataclass
-class _Dir:
+class Along:
     """``J d`` by finite differences for one direction, rows with errors."""
 
     d: onp.ndarray
@@ -32,7 +33,7 @@ class _Dir:
 
 
 @dataclass
-class _Ctx:
+class FastContext:
     p: Problem
     tr: object
     x0: onp.ndarray
@@ -46,9 +47,15 @@ class _Ctx:
     rtol: float | None
     method: str
     spacing: onp.ndarray
-    cost: _Cost = field(default_factory=_Cost)
+    #: the search stops after locating this many rows / columns (and says so)
+    budget: int = 32
+    cost: Cost = field(default_factory=Cost)
     notes: list = field(default_factory=list)
     linear: bool = True
+    #: the search found more than its budget: more wrong entries may remain
+    capped: bool = False
+    #: f's rows followed by its projections (the projections measured as outputs)
+    ext: Callable | None = None
 
     def vjp(self, u: onp.ndarray) -> onp.ndarray:
         self.cost.ngrad += 1
@@ -69,7 +76,7 @@ class _Ctx:
     def row_noise(self) -> NoiseModel:
         return self.noise.take(slice(0, self.y0.size))
 
-    def fd(self, d: onp.ndarray, evaluate=None, noise=None, y0=None) -> _Dir:
+    def fd(self, d: onp.ndarray, evaluate=None, noise=None, y0=None) -> Along:
         """J d by differences, settled as soon as it is consistent: these
         tests only steer the search, every reported entry is judged alone."""
         evaluate = evaluate or self.p.batch
@@ -86,11 +93,12 @@ class _Ctx:
             coord_eps=self.col_eps,
         )
         self.cost.nfev += res.nfev
-        return _Dir(res.vectors[0], res.est[0], res.err[0])
+        return Along(res.vectors[0], res.est[0], res.err[0])
 
     def rtol_rows(self) -> onp.ndarray:
         return RTOL_ULPS * self.row_eps if self.rtol is None else onp.full(self.y0.size, self.rtol)
 
 
-def _allowed(fd_err, rt, magnitude, atol):
+def allowed(fd_err, rt, magnitude, atol):
+    """What a projection or an entry may differ by: as :func:`~.judging.judge`."""
     return FD_SAFETY * fd_err + rt * magnitude + atol

@@ -1,328 +1,234 @@
-"""The full check: both Jacobians built, every entry judged.
+"""The full check: both Jacobians built, every entry judged, as named stages.
 
-Reverse mode builds the analytic Jacobian row by row from unit cotangents;
-a VJP that is not linear in its cotangent can still build a right matrix that
-way, so random cotangents are checked too. Forward mode (where JVP rules
-exist; an operation without one gets its tangent from its VJP) is checked
-against the same finite differences.
+1. :func:`~.analytic.reverse_stage` — the reverse-mode Jacobian, and whether
+   its rule is linear in the cotangent and repeatable;
+2. :func:`~.forward.forward_stage` — forward mode, where JVP rules exist;
+3. :func:`~.estimates.fd_stage` — finite differences of every column, with
+   errors, reasons, and one-sided derivatives at kinks;
+4. :func:`~.judging.judge_stage` — every entry's verdict;
+5. :func:`~.kinks.find_jumps` and :func:`~.kinks.settle_kinks` — where f is
+   not continuous or not differentiable, the verdicts there;
+6. linearity (:mod:`.linearity`) and forward mode (:func:`~.forward.judge_forward`);
+7. :func:`settle_with_taylor` — the Taylor test on blocks finite differences
+   left mostly unresolved; :func:`~.diagnosis.inconclusive_reason`;
+8. :func:`assemble` — the report.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as onp
 
-from ..errors import ComplexStepError
-from ..fd.applicability import named_culprit
-from ..fd.complexstep import complex_step_jacobian
-from ..fd.directional import REASONS
-from ..fd.jacobian import fd_columns
-from ..fd.noise import NoiseModel
-from ..fd.steps import steps_for
-from .determinism import ROUNDING_SAMPLES, RUNS, backward_spread, rounding_spread
-from .diagnosis import _kinks, diagnose_pattern, empty_report, noise_notes
-from .judging import judge, make_entry, tolerances
-from .problem import Problem
-from .progress import analytic_ready
-from .report import CheckReport, Entry, verdict_for
-from .rules import (
-    _precision_note,
-    _scale_allowance,
-    forward_columns,
-    jvp_rule,
-    linearity_gap,
-    reverse_rows,
-    rule_precision,
-    solver_slack,
-    vjp_rule,
+from ..fd.reasons import Unresolvable
+from .analytic import Reverse, reverse_stage
+from .diagnosis import (
+    INCONCLUSIVE_BLOCK,
+    diagnose_pattern,
+    empty_report,
+    inconclusive_reason,
+    noise_notes,
+    staircase_notes,
 )
+from .entries import entries_where, make_entry
+from .estimates import Estimates, fd_stage
+from .forward import forward_stage, judge_forward
+from .judging import Judgement, judge_stage
+from .kinks import KinkProbe, find_jumps, settle_kinks
+from .linearity import nonlinear_vjp
+from .options import Options
+from .problem import Problem
+from .report import CheckReport, Entry, Outcome
+from .taylor import Convergence, TaylorResult, taylor_blocks
+from .verdicts import Comparison, Verdict
 
-__all__ = ["full_check", "diagnose_pattern", "linearity_gap", "noise_notes"]
-
-
-def _fd(p: Problem, method: str, gen):
-    x0 = p.x0
-    y0 = p.evaluate_one(x0)
-    out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
-    if method == "complex_step":
-        if p.rmap is None:
-            raise ValueError(
-                "method='complex_step' applies to f itself, not to its derivatives (order=2); "
-                "use method='richardson' for second derivatives."
-            )
-        fd_steps = steps_for(p.call, None, "richardson") if p.call else p.steps("richardson")
-        try:
-            N, E, nfev = complex_step_jacobian(
-                p.rmap,
-                p.batch,
-                x0,
-                y0,
-                p.steps(method),
-                fd_steps,
-                p.spacing(),
-                out_eps=out_eps,
-                coord_eps=p.coord_eps(),
-                rng=gen,
-            )
-        except ComplexStepError as exc:
-            named = named_culprit(exc, p.call, p.backend)
-            if named is exc:
-                raise
-            raise named from exc
-        return y0, N, E, onp.zeros(N.shape, onp.int8), nfev + 1, NoiseModel.quiet(y0.size)
-    N, E, R, nfev, noise = fd_columns(
-        p.batch,
-        x0,
-        y0,
-        p.steps(method),
-        p.spacing(),
-        method,
-        rng=gen,
-        out_eps=out_eps,
-        coord_eps=p.coord_eps(),
-        grow_to=p.grow_to(method),
-    )
-    return y0, N, E, R, nfev + 1, noise
+__all__ = ["full_check", "settle_with_taylor", "assemble"]
 
 
-def full_check(
-    p: Problem, method: str, atol: Any, rtol: Any, gen, order: int, *, rule_name: str = "VJP"
-) -> CheckReport:
-    rows, cols = p.rows, p.cols
-    m, n = p.m, p.n
-    if m == 0 or n == 0:
-        return empty_report(p, method, order, "full")
-    tr = p.backend.vjp(p.F, p.vs)
-    y_ad = onp.asarray(p.backend.to_numpy(tr.value))
-    vjp = vjp_rule(tr, p.backend, y_ad.dtype)
-    A = reverse_rows(vjp, m)
-    if order == 1:
-        analytic_ready(A)
-    ngrad = m
+@dataclass
+class _Found:
+    """What the later stages add: entries, notes, costs."""
+
+    mismatches: list[Entry] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    nfev: int = 0
+    ngrad: int = 0
+    taylor: TaylorResult | None = None
+    settled: set = field(default_factory=set)
+
+
+def full_check(p: Problem, opts: Options) -> CheckReport:
+    if p.m == 0 or p.n == 0:
+        return empty_report(p, opts, "full")
     eps = p.eps_matrix()
-    atol_, rtol_m = tolerances(eps, atol, rtol)
-    notes: list[str] = []
+    rev = reverse_stage(p, opts, eps)
+    fwd = forward_stage(p, rev, eps, opts)
+    est = fd_stage(p, opts)
+    jd = judge_stage(p, rev, est, opts)
+    found = _Found(notes=list(rev.notes) + ([fwd.note] if fwd.note else []))
+    found.nfev, found.ngrad = est.nfev, rev.ngrad + fwd.passes + jd.ngrad
+    found.nfev += _mark_jumps(p, est, jd)
+    probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts), opts.gen)
+    settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe)
+    found.mismatches += nonlinear_vjp(p, rev, est, jd, opts, found.notes)
+    if fwd.J is not None:
+        entries, ngrad = judge_forward(p, rev, fwd, est, jd, probe, opts)
+        found.mismatches += entries
+        found.notes += fwd.notes
+        found.ngrad += ngrad
+    found.nfev += probe.nfev
+    settle_with_taylor(p, rev.A, est, jd.verdicts, opts, found)
+    return assemble(p, opts, rev, est, jd, fwd.J, found)
 
-    # a VJP must be linear in its cotangent: unit cotangents alone cannot tell
-    col_eps = eps.max(axis=0)
-    lin_ratio, lin_rel, (u, ru) = linearity_gap(vjp, m, n, gen, y_ad.dtype, col_eps)
-    ngrad += 3
-    with onp.errstate(all="ignore"):
-        uA = u @ A
-        unit_gap = onp.abs(ru - uA) / (
-            256 * col_eps * (onp.abs(u) @ onp.abs(A) + onp.abs(ru)) + onp.finfo(float).tiny
-        )
-    suspect = (lin_ratio > 1) | (unit_gap > 1)
-    vjp_precision = rule_precision(lin_ratio, lin_rel)
-    rtol_rev = onp.maximum(rtol_m, vjp_precision)
-    if vjp_precision:
-        notes.append(_precision_note(rule_name, vjp_precision, "cotangent"))
 
-    jitter, jitter_rel, jitter_note = backward_spread(p, tr, vjp, gen)
-    ngrad += RUNS + 1
-    if jitter_note:
-        notes.append(jitter_note)
+def _mark_jumps(p: Problem, est: Estimates, jd: Judgement) -> int:
+    """Entries at a jump of f get the verdict JUMP (no derivative to compare)."""
+    failing = _failing(jd.verdicts)
+    never = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.NEVER_SETTLED)
+    jumps, nfev = find_jumps(p, onp.argwhere(failing | never), est)
+    for i, j in jumps:
+        jd.verdicts[i, j] = Verdict.JUMP.code
+        jd.reasons[i, j] = Unresolvable.JUMP
+        jd.V[i, j] = 0.0
+    jd.jumps.update(jumps)
+    return nfev
 
-    # reverse mode stands for forward mode only where it is exact and repeatable: an
-    # adaptive or non-deterministic backward pass is judged with allowances of its own
-    exact = jitter is None and not vjp_precision
-    fwd, fallback_ops, fwd_note, passes = forward_columns(p, A if exact else None, gen, eps)
-    ngrad += passes
-    if fwd is None:
-        notes.append(fwd_note)
 
-    y0, N, E, R, nfev, noise = _fd(p, method, gen)
-    # where f is uneven, an entry known only to within its own size is not known
-    with onp.errstate(invalid="ignore"):
-        vague = (noise.rel[:, None] > 0) & (E > 0.5 * onp.maximum(onp.abs(N), onp.abs(A)))
-        vague &= (N != 0) | (A != 0)
-    E = onp.where(vague, onp.inf, E)
-    R = onp.where(vague & (R == 0), 4, R)
-    atol_rev = atol_ + _scale_allowance(vjp_precision, A, N)
-    if jitter is not None:
-        atol_rev = atol_rev + 2.0 * jitter[None, :]
-    if vjp_precision:
-        # an inexact rule over an f that is itself inexact (a solver at its tolerance):
-        # the computed f's derivative is only defined to ~sqrt of f's relative accuracy
-        atol_rev = atol_rev + _scale_allowance(1.0, A, N) * solver_slack(noise)[:, None]
-    V = judge(A, N, E, rtol_rev, atol_rev)
-    # rows that fail may be a small difference of large terms: allow the analytic
-    # side's own round-off there (measured at nearby points) and judge them again
-    wobble_rows = onp.flatnonzero(onp.any(V > 1, axis=1))
-    wobble = rounding_spread(p, A, gen, wobble_rows)
-    ngrad += ROUNDING_SAMPLES * (1 + len(wobble_rows)) if len(wobble_rows) else 0
-    atol_rev = atol_rev + wobble
-    V = judge(A, N, E, rtol_rev, atol_rev)
-    mism: list[Entry] = []
-    failing = onp.argwhere(V > 1)
-    # entries that fail, never settled, or sit where f is uneven may be on a kink
-    uneven = (noise.rel > 0)[:, None] & onp.ones((1, n), bool)
-    candidates = onp.argwhere((V > 1) | (onp.isnan(V) & (R >= 3)) | uneven)
-    kinks, kink_set, nk = _kinks(p, candidates, A, N, E, rtol_rev, atol_, noise, y0)
-    nfev += nk
-    for i, j in failing:
-        if (int(i), int(j)) not in kink_set:
-            mism.append(make_entry(rows, cols, i, j, A[i, j], N[i, j], E[i, j], V[i, j]))
+def _failing(verdicts: onp.ndarray) -> onp.ndarray:
+    return (verdicts == Verdict.WRONG.code) | (verdicts == Verdict.IMPRECISE.code)
 
-    # a gap between random and unit cotangents counts only where the random one
-    # is also wrong against the finite differences (else it is round-off)
-    with onp.errstate(all="ignore"):
-        num = u @ onp.where(onp.isfinite(N), N, 0.0)
-        err = onp.abs(u) @ onp.where(onp.isfinite(E), E, onp.inf)
-    v_lin = judge(
-        ru,
-        num,
-        err,
-        rtol_rev.max(axis=0),
-        atol_
-        + (vjp_precision + float(onp.max(solver_slack(noise), initial=0.0)) * bool(vjp_precision))
-        * float(onp.max(onp.abs(ru), initial=0.0)),
+
+def _kink_columns(est: Estimates, verdicts: onp.ndarray) -> onp.ndarray:
+    return onp.flatnonzero(onp.any(est.kink | _failing(verdicts), axis=0))
+
+
+def settle_with_taylor(p: Problem, A, est: Estimates, verdicts, opts: Options, found) -> None:
+    """Blocks finite differences left mostly unresolvable get the Taylor test:
+    second-order convergence settles them, first order fails them."""
+    unresolved = verdicts == Verdict.UNRESOLVABLE.code
+    which = {
+        (rname, cname)
+        for rname, rs in p.rows.slices.items()
+        for cname, cs in p.cols.slices.items()
+        if unresolved[rs, cs].size and unresolved[rs, cs].mean() > INCONCLUSIVE_BLOCK
+    }
+    if not which and unresolved.mean() <= 0.05:
+        return
+    if not which:
+        which = {(r, c) for r in p.rows.slices for c in p.cols.slices}
+    from ..fd.schemes import NOISE_SIGMAS
+
+    floor = NOISE_SIGMAS * est.noise.level0
+    safe_A = onp.where(onp.isfinite(A), A, 0.0)
+    # along columns that need it, away from kinks (f must be differentiable along v)
+    support = onp.any(unresolved, axis=0) & ~onp.any(est.kink, axis=0)
+    blocks, nfev = taylor_blocks(
+        p.evaluate_one,
+        p.x0,
+        est.y0,
+        lambda v: safe_A @ v,
+        p.rows,
+        p.cols,
+        p.steps("richardson"),
+        floor,
+        opts.gen,
+        which=which,
+        support=support,
+        out_eps=onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides]),
     )
-    nonlinear = suspect & (v_lin > 1)
-    if nonlinear.any():
-        bad = onp.flatnonzero(nonlinear)
-        for j in bad[:50]:
-            verdict = (
-                f"{rule_name} not linear in its cotangent: a random cotangent u gives "
-                f"{ru[j]:.6g}, u·(its unit-cotangent rows) gives {uA[j]:.6g}"
-            )
-            mism.append(
-                make_entry(
-                    rows,
-                    cols,
-                    -1,
-                    j,
-                    ru[j],
-                    num[j],
-                    err[j],
-                    v_lin[j],
-                    kind="linearity",
-                    verdict=verdict,
-                )
-            )
-        notes.append(
-            f"the {rule_name} is not linear in its cotangent at {len(bad)} input entr"
-            f"{'y' if len(bad) == 1 else 'ies'} ({cols.label(int(bad[0]))}"
-            f"{', ...' if len(bad) > 1 else ''}): vjp(a·u + b·v) != a·vjp(u) + b·vjp(v). "
-            "A rule that ignores its cotangent g, or adds a term not multiplied by g "
-            "(g - exp(ans) where g - exp(ans)·sum(g) was meant), builds a right Jacobian from "
-            "unit cotangents and a wrong gradient for every other one."
-        )
-
-    if fwd is not None:
-        jvp_ratio, jvp_rel, (d, jd) = linearity_gap(jvp_rule(p), n, m, gen, float, eps.max(axis=1))
-        ngrad += 3
-        jvp_precision = max(
-            rule_precision(jvp_ratio, jvp_rel), vjp_precision if fallback_ops else 0.0
-        )
-        rtol_fwd = onp.maximum(rtol_m, jvp_precision)
-        if jvp_precision and not vjp_precision:
-            notes.append(_precision_note("JVP", jvp_precision, "tangent"))
-        atol_fwd = atol_ + wobble + _scale_allowance(jvp_precision, onp.abs(fwd), N)
-        if jvp_precision:
-            atol_fwd = (
-                atol_fwd + _scale_allowance(1.0, onp.abs(fwd), N) * solver_slack(noise)[:, None]
-            )
-        Vf = judge(fwd, N, E, rtol_fwd, atol_fwd)
-        more = onp.setdiff1d(onp.flatnonzero(onp.any(Vf > 1, axis=1)), wobble_rows)
-        if more.size:  # the same round-off allowance, for rows only forward mode fails
-            atol_fwd = atol_fwd + rounding_spread(p, A, gen, more)
-            ngrad += ROUNDING_SAMPLES * (1 + more.size)
-            Vf = judge(fwd, N, E, rtol_fwd, atol_fwd)
-        only_fwd = onp.argwhere((Vf > 1) & ~(V > 1))
-        for i, j in only_fwd:
-            if (int(i), int(j)) not in kink_set:
-                a = fwd[i, j]
-                verdict = None
-                if onp.iscomplexobj(fwd) and a.imag != 0:
-                    verdict = (
-                        f"the tangent of a real output has an imaginary part ({a.imag:.3g}): "
-                        "a JVP rule mishandles complex inputs"
-                    )
-                mism.append(
-                    make_entry(
-                        rows,
-                        cols,
-                        i,
-                        j,
-                        a.real,
-                        N[i, j],
-                        E[i, j],
-                        Vf[i, j],
-                        kind="jvp",
-                        verdict=verdict,
-                    )
-                )
-        if len(only_fwd):
-            notes.append(
-                f"forward mode (JVP) disagrees with the finite differences at {len(only_fwd)} "
-                "entr" + ("y" if len(only_fwd) == 1 else "ies") + " where reverse mode (VJP) "
-                "is right: a defjvp rule is wrong."
-            )
-        with onp.errstate(all="ignore"):
-            num_d = onp.where(onp.isfinite(N), N, 0.0) @ d
-            err_d = onp.where(onp.isfinite(E), E, onp.inf) @ onp.abs(d)
-        v_jvp = judge(
-            jd,
-            num_d,
-            err_d,
-            rtol_fwd.max(axis=1),
-            atol_ + jvp_precision * float(onp.max(onp.abs(jd), initial=0.0)),
-        )
-        bad_rows = onp.flatnonzero((jvp_ratio > 1) & (v_jvp > 1))
-        if bad_rows.size:
-            i = int(bad_rows[onp.argmax(v_jvp[bad_rows])])
-            notes.append(
-                "the JVP is not linear in its tangent (jvp(a·d + b·e) != a·jvp(d) + b·jvp(e)) "
-                f"at {len(bad_rows)} output(s) ({rows.label(i)}, ...): a defjvp rule ignores "
-                "its tangent g or adds a term not multiplied by it."
-            )
-            for i in bad_rows[:50]:
-                mism.append(
-                    Entry(
-                        cols.sides[0].wrt,
-                        (),
-                        (),
-                        float(onp.real(jd[i])),
-                        float(num_d[i]),
-                        float(abs(jd[i] - num_d[i])),
-                        float(err_d[i]),
-                        f"{rows.label(int(i))} / (d·x) [fwd]",
-                        float(v_jvp[i]),
-                        int(i),
-                        -1,
-                        "JVP not linear in its tangent: a random tangent d gives "
-                        f"{onp.real(jd[i]):.6g}, the finite differences {num_d[i]:.6g}",
-                        "linearity",
-                    )
-                )
-        if fallback_ops:
-            notes.append(
-                "JVP rules checked for every operation except "
-                + ", ".join(fallback_ops[:6])
-                + (" ..." if len(fallback_ops) > 6 else "")
-                + ", which ha"
-                + ("s" if len(fallback_ops) == 1 else "ve")
-                + " none (their tangents came from their VJPs)."
+    found.nfev += nfev
+    found.taylor = TaylorResult(tuple(blocks), p.name, nfev)
+    for b in blocks:
+        rs, cs = p.rows.slices[b.output], p.cols.slices[b.input]
+        open_rows = onp.flatnonzero(onp.any(unresolved[rs, cs], axis=1))
+        if b.convergence is Convergence.SECOND and b.settles(open_rows):
+            found.settled.add((b.output, b.input))
+        elif b.convergence is Convergence.FIRST:
+            found.mismatches.append(_taylor_entry(p, b))
+            found.notes.append(
+                f"the Taylor remainder of {b.output} / {b.input} shrinks like h^{b.order:.2g}, "
+                "not h²: that block's derivative is wrong, though finite differences could not "
+                "pin down its entries one by one."
             )
 
-    mism.sort(key=lambda e: -e.violation if onp.isfinite(e.violation) else -onp.inf)
-    unresolved = [
-        make_entry(
-            rows,
-            cols,
-            i,
-            j,
-            A[i, j],
-            N[i, j],
-            E[i, j],
-            onp.nan,
-            verdict="unresolvable: " + REASONS[int(R[i, j]) or 3],
-        )
-        for i, j in onp.argwhere(onp.isnan(V))
-        if (int(i), int(j)) not in kink_set
-    ]
+
+def _taylor_entry(p: Problem, b) -> Entry:
+    """A whole block found wrong by the Taylor test (no single entry to name)."""
+    _, side, _ = p.cols.locate(p.cols.slices[b.input].start)
+    return Entry(
+        side.wrt, (), (), onp.nan, onp.nan, onp.nan, onp.inf, f"{b.output} / {b.input}",
+        onp.inf, -1, -1, Verdict.WRONG, Comparison.TAYLOR,
+        detail=f"Taylor remainder of the block shrinks like h^{b.order:.2g}, not h²",
+    )  # fmt: skip
+
+
+def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -> CheckReport:
+    """The report: entries by verdict, notes, the outcome."""
+    A, N, E, V, verdicts = rev.A, est.N, jd.E, jd.V, jd.verdicts
+    sides = (est.right, est.left)
+    common = dict(rows=p.rows, cols=p.cols, analytic=A, numeric=N, fd_error=E, violation=V)
+    wrong = entries_where(_failing(verdicts), **common, verdicts=verdicts) + found.mismatches
+    wrong.sort(key=lambda e: -e.violation if onp.isfinite(e.violation) else -onp.inf)
+    unresolved = entries_where(
+        verdicts == Verdict.UNRESOLVABLE.code, **common, verdicts=verdicts, reasons=jd.reasons
+    )
+    at_kink = (verdicts == Verdict.RIGHT_AT_KINK.code) | (verdicts == Verdict.JUMP.code)
+    kinks = entries_where(at_kink, **common, verdicts=verdicts, reasons=jd.reasons, sides=sides)
+    kinks = [_with_jump(e, jd.jumps) for e in kinks]
+    notes = list(found.notes) + _count_notes(unresolved, kinks)
+    kink_rows = frozenset(e.row for e in kinks)
+    notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)
+    notes += diagnose_pattern(A, N, V, p.cols) + list(p.extra_notes)
+    why = "" if wrong else inconclusive_reason(p, verdicts, found.settled)
+    outcome = Outcome.FAILED if wrong else Outcome.INCONCLUSIVE if why else Outcome.PASSED
+    with onp.errstate(invalid="ignore", divide="ignore"):
+        rel = onp.abs(A - N) / onp.maximum(onp.maximum(onp.abs(A), onp.abs(N)), 1e-300)
+    return CheckReport(
+        outcome=outcome,
+        analytic=A,
+        numeric=N,
+        abs_err=onp.abs(A - N),
+        rel_err=rel,
+        fd_error=E,
+        violation=V,
+        worst=tuple(_worst(p, A, N, E, V, verdicts, est.noise)),
+        mismatches=tuple(wrong),
+        rows=p.rows,
+        cols=p.cols,
+        order=opts.order,
+        mode="full",
+        method=opts.method,
+        dtype=p.dtype,
+        atol=jd.atol,
+        rtol=float(onp.max(jd.rtol, initial=0.0)),
+        nfev=int(found.nfev) + 1,
+        ngrad=int(found.ngrad),
+        kinks=tuple(kinks),
+        notes=tuple(notes),
+        function=p.name,
+        unresolved=tuple(unresolved),
+        not_checked=p.not_checked,
+        noise=est.noise.coarse,
+        forward=fwd,
+        backward_spread=rev.jitter_rel,
+        inconclusive=why,
+        verdicts=verdicts,
+        n_wrong=len(wrong),
+        mode_reason=opts.mode_reason,
+        taylor=found.taylor,
+    )
+
+
+def _with_jump(e: Entry, jumps: dict) -> Entry:
+    size = jumps.get((e.row, e.col))
+    if size is None:
+        return e
+    side = "right" if size > 0 else "left"
+    return replace(e, detail=f"f jumps by about {abs(size):.3g} just {side} of x")
+
+
+def _count_notes(unresolved: list, kinks: list) -> list[str]:
+    notes = []
     if unresolved:
         notes.append(
             f"{len(unresolved)} entr{'y' if len(unresolved) == 1 else 'ies'} could not be "
@@ -331,55 +237,33 @@ def full_check(
         )
     if kinks:
         notes.append(
-            f"{len(kinks)} entr{'y is' if len(kinks) == 1 else 'ies are'} at a kink or a jump "
-            "(one-sided derivatives differ): not differentiable here, so neither right nor "
-            "wrong."
+            f"{len(kinks)} entr{'y is' if len(kinks) == 1 else 'ies are'} where f is not "
+            "differentiable (a kink, a tie or a jump): at a kink the analytic value is judged "
+            "against f's one-sided derivatives, and is right when it is one of them or "
+            "between them."
         )
-    notes.extend(noise_notes(p, y0, noise, frozenset(i for i, _ in kink_set)))
-    notes.extend(diagnose_pattern(A, N, V, cols))
-    notes.extend(p.extra_notes)
-    judged = onp.where(onp.isnan(V), -1.0, V)
-    for i, j in kink_set:
-        judged[i, j] = -1.0
-    order_idx = onp.argsort(-onp.nan_to_num(judged, posinf=onp.finfo(float).max), axis=None)[:10]
-    worst = []
-    for t in order_idx:
-        if judged.flat[t] < 0:
+    return notes
+
+
+def _worst(p, A, N, E, V, verdicts, noise) -> list[Entry]:
+    """Up to ten judged entries, the closest to failing first."""
+    judged = (verdicts == Verdict.RIGHT.code) | _failing(verdicts)
+    score = onp.where(judged & onp.isfinite(V), V, -1.0)
+    order = onp.argsort(-onp.nan_to_num(score, posinf=onp.finfo(float).max), axis=None)[:10]
+    out = []
+    for t in order:
+        if score.flat[t] < 0:
             continue
         i, j = onp.unravel_index(t, V.shape)
-        a, n_, e, v = A.flat[t], N.flat[t], E.flat[t], V.flat[t]
         # a passing entry in a row that is uneven (kink, jump, noise) owes its wide
         # allowance to that: say so rather than let a large FD error go unexplained
-        verdict = verdict_for(float(v), a, n_, e, uneven=bool(noise.rel[i] > 0))
-        worst.append(make_entry(rows, cols, i, j, a, n_, e, v, verdict=verdict))
-    with onp.errstate(invalid="ignore", divide="ignore"):
-        rel = onp.abs(A - N) / onp.maximum(onp.maximum(onp.abs(A), onp.abs(N)), 1e-300)
-    return CheckReport(
-        passed=not mism,
-        analytic=A,
-        numeric=N,
-        abs_err=onp.abs(A - N),
-        rel_err=rel,
-        fd_error=E,
-        violation=V,
-        worst=tuple(worst),
-        mismatches=tuple(mism),
-        rows=rows,
-        cols=cols,
-        order=order,
-        mode="full",
-        method=method,
-        dtype=p.dtype,
-        atol=atol_,
-        rtol=float(onp.max(rtol_rev, initial=0.0)),
-        nfev=int(nfev) + 2,
-        ngrad=int(ngrad),
-        kinks=tuple(kinks),
-        notes=tuple(notes),
-        function=p.name,
-        unresolved=tuple(unresolved),
-        not_checked=p.not_checked,
-        noise=noise.coarse,
-        forward=fwd,
-        backward_spread=jitter_rel,
-    )
+        detail = ""
+        if V[i, j] <= 1 and noise.rel[i] > 0:
+            detail = "f is uneven nearby (a kink, jump or noise), so the FD error is wide"
+        out.append(
+            make_entry(
+                p.rows, p.cols, i, j, A[i, j], N[i, j], E[i, j], V[i, j],
+                verdict=Verdict.from_code(verdicts[i, j]), detail=detail,
+            )
+        )  # fmt: skip
+    return out

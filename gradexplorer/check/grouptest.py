@@ -12,33 +12,38 @@ import numpy as onp
 
 from ..fd.directional import directional_derivatives
 from ..fd.noise import NoiseModel
-from .fastctx import MAX_LOCATED, _allowed, _Ctx, _Dir
-from .judging import RTOL_ULPS, make_entry
+from ..fd.reasons import Unresolvable
+from .entries import make_entry
+from .fastctx import Along, FastContext, allowed
+from .judging import FD_SAFETY, RTOL_ULPS, judge
 from .report import Entry
+from .verdicts import Comparison, Verdict
+
+__all__ = ["forward_rows", "locate_entries", "locate_forward"]
 
 
-def _forward_rows(ctx: _Ctx, jd: _Dir, jv: onp.ndarray) -> onp.ndarray:
+def forward_rows(ctx: FastContext, jd: Along, jv: onp.ndarray) -> onp.ndarray:
     rt = ctx.rtol_rows()
     with onp.errstate(all="ignore"):
-        bad = onp.abs(jv - jd.est) > _allowed(jd.err, rt, onp.abs(jv), ctx.atol)
+        bad = onp.abs(jv - jd.est) > allowed(jd.err, rt, onp.abs(jv), ctx.atol)
     return onp.flatnonzero(bad & onp.isfinite(jd.err))
 
 
-def _locate(ctx: _Ctx, u: onp.ndarray, jd: _Dir) -> list[Entry]:
+def locate_entries(ctx: FastContext, u: onp.ndarray, jd: Along) -> list[Entry]:
     rows = _bisect_rows(ctx, u, jd)
     entries: list[Entry] = []
     if rows.size:
         A = onp.array([ctx.vjp(onp.eye(1, jd.est.size, i)[0]) for i in rows])
         # only the columns in [lo, hi): a NaN elsewhere in a row must not spread
         entries = _bisect_columns(
-            ctx, rows, lambda dS, lo, hi: A[:, lo:hi] @ dS[lo:hi], "vjp", jd.d
+            ctx, rows, lambda dS, lo, hi: A[:, lo:hi] @ dS[lo:hi], Comparison.VJP, jd.d
         )
     if not entries:
         entries = _columns_then_rows(ctx, u)
     return entries
 
 
-def _bisect_rows(ctx: _Ctx, u: onp.ndarray, jd: _Dir) -> onp.ndarray:
+def _bisect_rows(ctx: FastContext, u: onp.ndarray, jd: Along) -> onp.ndarray:
     """Rows i where the VJP disagrees with (J d)_i, by halving the cotangent's support.
 
     The VJP is linear (checked first), so the right half's VJP is the
@@ -57,12 +62,12 @@ def _bisect_rows(ctx: _Ctx, u: onp.ndarray, jd: _Dir) -> onp.ndarray:
         numeric = float(w @ est[lo:hi])
         mag = float(onp.abs(r) @ onp.abs(jd.d))
         if hi - lo == 1:
-            allowed = _allowed(abs(u[lo]) * err[lo], rt[lo], mag, ctx.atol)
-            return resolved[lo] and not abs(analytic - numeric) <= allowed
+            tol = allowed(abs(u[lo]) * err[lo], rt[lo], mag, ctx.atol)
+            return resolved[lo] and not abs(analytic - numeric) <= tol
         # interior: errors of random sign add in quadrature (this only steers the search)
         e = w * err[lo:hi]
-        allowed = _allowed(float(onp.sqrt(e @ e)), float(rt[lo:hi].max()), mag, ctx.atol)
-        return not abs(analytic - numeric) <= allowed  # NaN fails too
+        tol = allowed(float(onp.sqrt(e @ e)), float(rt[lo:hi].max()), mag, ctx.atol)
+        return not abs(analytic - numeric) <= tol  # NaN fails too
 
     def vjp_on(lo, hi):
         w = onp.zeros(m)
@@ -70,7 +75,7 @@ def _bisect_rows(ctx: _Ctx, u: onp.ndarray, jd: _Dir) -> onp.ndarray:
         return ctx.vjp(w)
 
     stack = [(0, m, vjp_on(0, m))]
-    while stack and len(found) < MAX_LOCATED:
+    while stack and len(found) < ctx.budget:
         lo, hi, r = stack.pop()
         if not node(lo, hi, r):
             continue
@@ -82,8 +87,8 @@ def _bisect_rows(ctx: _Ctx, u: onp.ndarray, jd: _Dir) -> onp.ndarray:
         right = r - left if ctx.linear else vjp_on(mid, hi)
         stack.append((mid, hi, right))
         stack.append((lo, mid, left))
-    if len(found) >= MAX_LOCATED:
-        ctx.notes.append(f"stopped locating after {MAX_LOCATED} wrong rows (a systematic bug?)")
+    if stack and len(found) >= ctx.budget:
+        ctx.capped = True
     return onp.array(sorted(found), dtype=int)
 
 
@@ -93,7 +98,7 @@ INFER_ABOVE = 4096
 
 
 def _bisect_columns(
-    ctx: _Ctx, rows: onp.ndarray, analytic_along, kind: str, d_full: onp.ndarray
+    ctx: FastContext, rows: onp.ndarray, analytic_along, kind: str, d_full: onp.ndarray
 ) -> list[Entry]:
     """Entries (i, j), i in rows, by halving the direction's support; each
     located column is then compared entry by entry."""
@@ -110,7 +115,7 @@ def _bisect_columns(
         res = ctx.fd(dS)
         a = analytic_along(res.d, lo, hi)
         gap = a - res.est[rows]
-        tol = _allowed(res.err[rows], rt, onp.abs(a), ctx.atol)
+        tol = allowed(res.err[rows], rt, onp.abs(a), ctx.atol)
         known = onp.isfinite(res.err[rows])
         return onp.where(known, gap, 0.0), onp.where(known, tol, onp.inf)
 
@@ -119,7 +124,7 @@ def _bisect_columns(
         return bool(onp.any(~(onp.abs(gap) <= tol)))  # NaN fails too
 
     stack = [(0, n, measure(0, n))]
-    while stack and cols_found < MAX_LOCATED:
+    while stack and cols_found < ctx.budget:
         lo, hi, node = stack.pop()
         if not fails(node):
             continue
@@ -142,13 +147,14 @@ def _bisect_columns(
             right = measure(mid, hi)
         stack.append((mid, hi, right))
         stack.append((lo, mid, left))
-    if cols_found >= MAX_LOCATED:
-        ctx.notes.append(f"stopped locating after {MAX_LOCATED} wrong columns (a systematic bug?)")
+    if stack and cols_found >= ctx.budget:
+        ctx.capped = True
     return found
 
 
-def _column_entries(ctx: _Ctx, rows, j, analytic_along, kind) -> list[Entry]:
-    """Rows of column j (among ``rows``) judged alone, with an exact-step FD column."""
+def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Entry]:
+    """Rows of column j (among ``rows``) judged alone, with an exact-step FD column;
+    where f has a kink along it, against its one-sided derivatives."""
     from ..fd.directional import exact_steps
 
     p = ctx.p
@@ -172,16 +178,27 @@ def _column_entries(ctx: _Ctx, rows, j, analytic_along, kind) -> list[Entry]:
     num, err = res.est[0][rows], res.err[0][rows]
     rt = ctx.rtol_rows()[rows]
     out = []
-    with onp.errstate(all="ignore"):
-        allowed = _allowed(err, rt, onp.maximum(onp.abs(a), onp.abs(num)), ctx.atol)
-        viol = onp.abs(a - num) / allowed
+    viol = judge(a, num, err, rt, ctx.atol)  # inf where the analytic value is not finite
+    kink = res.reason[0][rows] == Unresolvable.KINK
     for k, i in enumerate(rows):
-        if onp.isfinite(err[k]) and not viol[k] <= 1:
+        if kink[k]:
+            r, l, e = res.right[0][i], res.left[0][i], res.side_err[0][i]
+            excess = max(min(r, l) - a[k], a[k] - max(r, l), 0.0) / max(
+                FD_SAFETY * e + rt[k] * max(abs(r), abs(l)) + ctx.atol, onp.finfo(float).tiny
+            )
+            verdict = Verdict.WRONG if excess > 1 else Verdict.RIGHT_AT_KINK
+            out.append(
+                make_entry(
+                    p.rows, p.cols, i, j, a[k], num[k], err[k], excess if excess > 1 else 0.0,
+                    kind=kind, verdict=verdict, reason=Unresolvable.KINK, one_sided=(r, l),
+                )
+            )  # fmt: skip
+        elif viol[k] > 1:
             out.append(make_entry(p.rows, p.cols, i, j, a[k], num[k], err[k], viol[k], kind=kind))
     return out
 
 
-def _columns_then_rows(ctx: _Ctx, u: onp.ndarray) -> list[Entry]:
+def _columns_then_rows(ctx: FastContext, u: onp.ndarray) -> list[Entry]:
     """Fallback: columns where the projection fails, then each column's rows."""
     n, m = ctx.x0.size, u.size
     rn = ctx.row_noise
@@ -195,7 +212,7 @@ def _columns_then_rows(ctx: _Ctx, u: onp.ndarray) -> list[Entry]:
     r = ctx.vjp(u)
     columns: list[int] = []
     stack = [(0, n)]
-    while stack and len(columns) < MAX_LOCATED:
+    while stack and len(columns) < ctx.budget:
         lo, hi = stack.pop()
         dS = onp.zeros(n)
         dS[lo:hi] = ctx.scale[lo:hi]
@@ -204,7 +221,7 @@ def _columns_then_rows(ctx: _Ctx, u: onp.ndarray) -> list[Entry]:
         mag = float(onp.abs(r) @ onp.abs(res.d))
         if not onp.isfinite(res.err[0]):
             continue
-        if abs(a - res.est[0]) <= _allowed(res.err[0], rt, mag, ctx.atol):
+        if abs(a - res.est[0]) <= allowed(res.err[0], rt, mag, ctx.atol):
             continue
         if hi - lo == 1:
             columns.append(lo)
@@ -220,19 +237,19 @@ def _columns_then_rows(ctx: _Ctx, u: onp.ndarray) -> list[Entry]:
         if rows.size:
             A = onp.array([ctx.vjp(onp.eye(1, m, i)[0])[j] for i in rows])
             entries.extend(
-                _column_entries(ctx, rows, j, lambda d, lo, hi, A=A, j=j: A * d[j], "vjp")
+                _column_entries(ctx, rows, j, lambda d, lo, hi, A=A, j=j: A * d[j], Comparison.VJP)
             )
     return entries
 
 
-def _rows_of_column(ctx: _Ctx, j: int, col: _Dir) -> onp.ndarray:
+def _rows_of_column(ctx: FastContext, j: int, col: Along) -> onp.ndarray:
     """Rows of column j where the VJP disagrees, by halving row weights."""
     m = col.est.size
     rt = ctx.rtol_rows()
     gen = onp.random.default_rng(j)
     found: list[int] = []
     stack = [(0, m)]
-    while stack and len(found) < MAX_LOCATED:
+    while stack and len(found) < ctx.budget:
         lo, hi = stack.pop()
         w = onp.zeros(m)
         w[lo:hi] = gen.standard_normal(hi - lo)
@@ -241,7 +258,7 @@ def _rows_of_column(ctx: _Ctx, j: int, col: _Dir) -> onp.ndarray:
         num = float(w[lo:hi][resolved] @ col.est[lo:hi][resolved])
         e = w[lo:hi][resolved] * col.err[lo:hi][resolved]
         tol = onp.sqrt(e @ e) if hi - lo > 1 else abs(e).sum()
-        if abs(a - num) > _allowed(float(tol), float(rt[lo:hi].max()), abs(a), ctx.atol):
+        if abs(a - num) > allowed(float(tol), float(rt[lo:hi].max()), abs(a), ctx.atol):
             if hi - lo == 1:
                 found.append(lo)
             else:
@@ -250,7 +267,9 @@ def _rows_of_column(ctx: _Ctx, j: int, col: _Dir) -> onp.ndarray:
     return onp.array(sorted(found), dtype=int)
 
 
-def _locate_forward(ctx: _Ctx, bad_rows: onp.ndarray, d: onp.ndarray) -> list[Entry]:
+def locate_forward(ctx: FastContext, bad_rows: onp.ndarray, d: onp.ndarray) -> list[Entry]:
     """Entries where forward mode (JVP) is wrong, in the rows that showed it."""
-    rows = bad_rows[:MAX_LOCATED]
-    return _bisect_columns(ctx, rows, lambda dS, lo, hi: ctx.jvp(dS)[rows], "jvp", d)
+    rows = bad_rows[: ctx.budget]
+    if bad_rows.size > ctx.budget:
+        ctx.capped = True
+    return _bisect_columns(ctx, rows, lambda dS, lo, hi: ctx.jvp(dS)[rows], Comparison.JVP, d)

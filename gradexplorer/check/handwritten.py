@@ -19,6 +19,7 @@ from ..fd.steps import METHODS
 from .fast import fast_check
 from .full import full_check
 from .judging import validate_tolerance
+from .options import Options, choose_mode
 from .problem import as_rng, build_problem
 from .report import CheckReport
 
@@ -150,9 +151,7 @@ def _check_rule(f, rules, args, kwargs, wrt, mode, atol, rtol, rng, method, step
         p = build_problem(f, args, kwargs, wrt, reseed=reseed, backend=rules)
         p.step = step
         p.steps(method)
-        chosen = mode
-        if mode == "auto":
-            chosen = "fast" if (p.n > 1000 or p.n * p.m > 1_000_000) else "full"
+        chosen, why = choose_mode(mode, p.n, p.m)
         name = "JVP" if rules.vjp_rule is None else "VJP"
         p.extra_notes.append(
             f"a hand-written {name} rule checked"
@@ -160,8 +159,6 @@ def _check_rule(f, rules, args, kwargs, wrt, mode, atol, rtol, rng, method, step
             + (" with its JVP rule in forward mode" if rules.jvp_rule and name == "VJP" else "")
             + "."
         )
-        if chosen == "fast":
-            report = fast_check(p, method, atol, rtol, gen, 1)
-        else:
-            report = full_check(p, method, atol, rtol, gen, 1, rule_name=f"{name} rule")
+        opts = Options(method, atol, rtol, gen, 1, rule_name=f"{name} rule", mode_reason=why)
+        report = fast_check(p, opts) if chosen == "fast" else full_check(p, opts)
     return replace(report, checker="check_jvp" if name == "JVP" else "check_vjp")

@@ -11,13 +11,18 @@ infinite is not judged at all: it is *unresolvable*.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as onp
 
-from .report import Blocks, Entry, verdict_for
+from ..fd.reasons import Unresolvable
+from .verdicts import Verdict, failing_verdict
 
-__all__ = ["FD_SAFETY", "RTOL_ULPS", "tolerances", "judge", "make_entry", "validate_tolerance"]
+__all__ = [
+    "FD_SAFETY", "RTOL_ULPS", "tolerances", "judge", "validate_tolerance", "Judgement",
+    "judge_stage",
+]  # fmt: skip
 
 #: The FD error estimate is a bound with margin already; this covers its spread.
 FD_SAFETY = 2.0
@@ -62,40 +67,65 @@ def judge(analytic, numeric, fd_error, rtol, atol) -> onp.ndarray:
     return onp.where(resolved, v, onp.nan)
 
 
-def make_entry(
-    rows: Blocks,
-    cols: Blocks,
-    i: int,
-    j: int,
-    a: float,
-    n: float,
-    e: float,
-    v: float,
-    *,
-    kind: str = "vjp",
-    verdict: str | None = None,
-    row_label: str | None = None,
-) -> Entry:
-    """An :class:`Entry` for row i (``-1``: a random cotangent) and column j."""
-    _, cside, cj = cols.locate(int(j))
-    if i >= 0:
-        _, rside, ri = rows.locate(int(i))
-        out_index, rlabel = rside.index(ri), rside.label(ri)
-    else:
-        out_index, rlabel = (), "(u·y)"
-    label = f"{row_label or rlabel} / {cside.label(cj)}" + (" [fwd]" if kind == "jvp" else "")
-    return Entry(
-        wrt=cside.wrt,
-        out_index=out_index,
-        in_index=cside.index(cj),
-        analytic=float(a),
-        numeric=float(n),
-        abs_err=float(abs(a - n)),
-        fd_error=float(e),
-        label=label,
-        violation=float(v),
-        row=int(i),
-        col=int(j),
-        verdict=verdict if verdict is not None else verdict_for(float(v), a, n, e),
-        kind=kind,
-    )
+@dataclass
+class Judgement:
+    """Every reverse-mode entry judged: violations, allowances and verdicts."""
+
+    V: onp.ndarray  # (m, n) |a - n| / allowance; NaN where unresolvable
+    rtol: onp.ndarray  # (m, n)
+    atol: float  # the user's (or 0)
+    allowance: onp.ndarray  # (m, n) what each entry may differ by, besides the FD error
+    wobble: onp.ndarray  # (m, n) the analytic side's round-off, measured at nearby points
+    wobble_rows: onp.ndarray
+    verdicts: onp.ndarray  # (m, n) int8 Verdict codes
+    reasons: onp.ndarray  # (m, n) int8 Unresolvable codes (0 where judged)
+    E: onp.ndarray  # the FD errors as judged (inf where f is too uneven to pin an entry down)
+    ngrad: int
+    jumps: dict = field(default_factory=dict)  # (i, j) -> size of f's jump there
+
+
+def judge_stage(p, rev, est, opts) -> Judgement:
+    """Judge every entry of the reverse-mode Jacobian against its FD estimate.
+
+    Entries where f is uneven and the FD error is as large as the entry itself
+    are unresolvable (known only to within their own size). A rule shown
+    inexact (adaptive) or non-deterministic gets those allowances. Rows that
+    fail are given the analytic side's own round-off, measured at nearby
+    points (:func:`~gradexplorer.check.determinism.rounding_spread`), and
+    judged again: a small difference of large terms is round-off, not a bug,
+    yet a wrong small entry beside a huge one is not excused (the round-off is
+    what the rule itself shows there).
+    """
+    from .determinism import ROUNDING_SAMPLES, rounding_spread
+    from .rules import scale_allowance, solver_slack
+
+    A, N, noise = rev.A, est.N, est.noise
+    eps = p.eps_matrix()
+    atol, rtol = tolerances(eps, opts.atol, opts.rtol)
+    rtol = onp.maximum(rtol, rev.precision)
+    with onp.errstate(invalid="ignore"):
+        vague = (noise.rel[:, None] > 0) & (est.E > 0.5 * onp.maximum(onp.abs(N), onp.abs(A)))
+        vague &= ((N != 0) | (A != 0)) & (est.R != Unresolvable.KINK)
+    E = onp.where(vague, onp.inf, est.E)
+    reasons = onp.where(vague & (est.R == 0), Unresolvable.TOO_UNEVEN, est.R).astype(onp.int8)
+    allowance = atol + scale_allowance(rev.precision, A, N)
+    if rev.jitter is not None:
+        allowance = allowance + 2.0 * rev.jitter[None, :]
+    if rev.precision:
+        # an inexact rule over an f that is itself inexact (a solver at its tolerance):
+        # the computed f's derivative is only defined to ~sqrt of f's relative accuracy
+        allowance = allowance + scale_allowance(1.0, A, N) * solver_slack(noise)[:, None]
+    V = judge(A, N, E, rtol, allowance)
+    wobble_rows = onp.flatnonzero(onp.any(V > 1, axis=1))
+    wobble = rounding_spread(p, A, opts.gen, wobble_rows)
+    ngrad = ROUNDING_SAMPLES * (1 + len(wobble_rows)) if len(wobble_rows) else 0
+    allowance = allowance + wobble
+    V = judge(A, N, E, rtol, allowance)
+    verdicts = onp.full(V.shape, Verdict.RIGHT.code, onp.int8)
+    unresolved = onp.isnan(V)
+    verdicts[unresolved] = Verdict.UNRESOLVABLE.code
+    reasons = onp.where(unresolved & (reasons == 0), Unresolvable.NEVER_SETTLED, reasons)
+    reasons = onp.where(unresolved, reasons, onp.where(est.kink, reasons, 0)).astype(onp.int8)
+    for i, j in onp.argwhere(V > 1):
+        verdicts[i, j] = failing_verdict(A[i, j], N[i, j]).code
+    return Judgement(V, rtol, atol, allowance, wobble, wobble_rows, verdicts, reasons, E, ngrad)

@@ -32,7 +32,7 @@ from ..core.calls import check_callable
 from ..core.guards import keeping_random_state
 from ..core.tree import dtype_name
 from .precision_report import PrecisionEntry, PrecisionReport
-from .problem import Problem, _traceable, as_rng, build_problem
+from .problem import Problem, as_rng, build_problem, traceable
 from .rules import flat, reverse_rows
 
 __all__ = ["check_precision", "ROUNDOFF_UNITS", "CONDITIONING_SAFETY", "SAMPLES"]
@@ -132,7 +132,8 @@ def _rows(p: Problem, leaves) -> onp.ndarray:
 def _reference(p: Problem, dtypes, gen, samples):
     """The float64 Jacobian, its spread over inputs perturbed at the low
     precision's rounding, and the float64 gradient's own check."""
-    from .api import _check_grads
+    from .api import check_problem
+    from .options import Options
 
     x0 = p.x0
     J = _rows(p, p.vs)
@@ -144,7 +145,7 @@ def _reference(p: Problem, dtypes, gen, samples):
         moved = x0 * (1.0 + eps * (gen.integers(0, 2, x0.size) * 2.0 - 1.0))
         with onp.errstate(invalid="ignore"):
             spread = onp.fmax(spread, onp.abs(_rows(p, p.split(moved)) - J))
-    check = _check_grads(p, 1, "auto", None, None, gen, "richardson", None)
+    check = check_problem(p, Options("richardson", None, None, gen))
     return J, spread, check
 
 
@@ -156,7 +157,7 @@ def _eps(dtype: str) -> float:
 
 def _low_jacobian(p: Problem, call_low, dtypes, system):
     """The Jacobian of the low-precision backward at the same point."""
-    F = _traceable(call_low, p.F.layout, None, system)
+    F = traceable(call_low, p.F.layout, None, system)
     leaves = [
         system.cast(onp.asarray(system.to_numpy(v)), _real_of(d)) for v, d in zip(p.vs, dtypes)
     ]

@@ -158,7 +158,7 @@ def build_problem(
     specs = call.specs
     vs = [s.to_real(backend.to_numpy(v)) for s, v in zip(specs, call.values)]
     vs = [backend.to_array(v.astype(s.real_dtype)) for v, s in zip(vs, specs)]
-    F = _traceable(call, layout, reseed, backend)
+    F = traceable(call, layout, reseed, backend)
     rmap = RealMap(call, layout, reseed, backend)
     not_checked = tuple(call.constants) + tuple(
         (label, f"{reason} (an output with no derivative)") for label, reason in layout.constants
@@ -179,7 +179,7 @@ def build_problem(
     )
 
 
-def _traceable(call: Call, layout: OutputLayout, reseed: int | None, backend: Any) -> Callable:
+def traceable(call: Call, layout: OutputLayout, reseed: int | None, backend: Any) -> Callable:
     specs, np = call.specs, backend.np
 
     def F(*ws):

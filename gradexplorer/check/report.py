@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import enum
-import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,27 +10,29 @@ import numpy as onp
 
 from ..core.tree import Leaf
 from ..errors import GradientError
+from ..fd.reasons import Unresolvable
+from .verdicts import Comparison, Verdict, ratio_reading
 
 __all__ = [
     "Entry", "CheckReport", "Blocks", "Outcome", "verdict_for", "format_fd_error", "plural",
+    "Verdict", "Comparison", "Unresolvable",
 ]  # fmt: skip
 
-#: FD errors at or below the smallest normal float64 are its resolution floor
-#: (:func:`gradexplorer.fd.directional.resolution_floor`), shown as such.
-_TINY = float(onp.finfo(float).tiny)
+#: FD errors below this are round-off of round-off (subnormal dust), not numbers to read.
+_TINY = 1e-300
 
 
 def format_fd_error(e: float) -> str:
-    """An FD error for people: ``1.2e-09``, ``unresolvable`` or ``<=2.2e-308``.
+    """An FD error for people: ``1.2e-09``, ``unresolvable`` or ``<1e-300``.
 
     >>> format_fd_error(1.23e-9), format_fd_error(float("inf")), format_fd_error(6.7e-320)
-    ('1.2e-09', 'unresolvable', '<=2.2e-308')
+    ('1.2e-09', 'unresolvable', '<1e-300')
     """
     if not onp.isfinite(e):
         return "unresolvable"
-    if e <= _TINY:
-        # below the normal range an error is round-off of round-off, not a number to read
-        return f"<={_TINY:.1e}"
+    if e < _TINY:
+        # below ~1e-300 an error is the float format's own floor, not a measurement
+        return "<1e-300"
     return f"{e:.1e}"
 
 
@@ -67,9 +67,12 @@ class Entry:
     realified vector for a complex leaf): ``params[1][0][2, 3]`` has
     ``in_index == (1, 0, 2, 3)``. ``row``/``col`` index the report's 2-D
     matrices (``row == -1`` for a check along a random cotangent, which has
-    no single row). ``verdict`` is a one-line reading of the numbers; ``kind``
-    says what was compared: ``"vjp"`` (reverse mode), ``"jvp"`` (forward
-    mode), ``"linearity"`` (a rule not linear in its cotangent/tangent).
+    no single row). ``verdict`` is a :class:`Verdict`; ``kind`` a
+    :class:`Comparison` (reverse mode, forward mode, or a rule's linearity);
+    ``reason`` why finite differences could not resolve it (an
+    :class:`~gradexplorer.fd.reasons.Unresolvable`), ``one_sided`` its
+    ``(right, left)`` derivatives where f is not differentiable; ``reading``
+    says all of it in words.
     """
 
     wrt: Any
@@ -83,20 +86,50 @@ class Entry:
     violation: float = 0.0
     row: int = 0
     col: int = 0
-    verdict: str = ""
-    kind: str = "vjp"
+    verdict: Verdict = Verdict.RIGHT
+    kind: Comparison = Comparison.VJP
+    reason: Unresolvable | None = None
+    one_sided: tuple[float, float] | None = None
+    detail: str = ""
 
     @property
     def reading(self) -> str:
         """The verdict in words, one line (for tables, tooltips, summaries)."""
-        return str(self.verdict)
+        v = self.verdict
+        if self.kind is Comparison.LINEARITY and self.detail:
+            return self.detail
+        if v is Verdict.UNRESOLVABLE:
+            text = "unresolvable: " + (self.reason.text if self.reason else "no estimate")
+        elif v is Verdict.RIGHT_AT_KINK:
+            text = "right at a kink: " + _kink_words(self.analytic, self.one_sided)
+        elif v is Verdict.JUMP:
+            text = "jump, not continuous here"
+        else:
+            text = verdict_for(self.violation, self.analytic, self.numeric, self.fd_error)
+        return f"{text}; {self.detail}" if self.detail else text
 
     def __str__(self) -> str:
         fd = format_fd_error(self.fd_error)
         return (
             f"{self.label:<26} analytic {self.analytic: .6g}  numeric {self.numeric: .6g}  "
-            f"diff {self.abs_err:.2e}  FD ± {fd}  ({self.verdict})"
+            f"diff {self.abs_err:.2e}  FD ± {fd}  ({self.reading})"
         )
+
+
+def _kink_words(analytic: float, sides: tuple[float, float] | None) -> str:
+    if sides is None:
+        return "f is not differentiable here"
+    right, left = sides
+    which = "between them (a subgradient)"
+    scale = max(abs(right), abs(left), abs(analytic)) or 1.0
+    if abs(analytic - right) <= 1e-6 * scale:
+        which = "the right one"
+    elif abs(analytic - left) <= 1e-6 * scale:
+        which = "the left one"
+    return (
+        f"f is not differentiable here (right derivative {right:.6g}, left {left:.6g}); "
+        f"the analytic value is {which}"
+    )
 
 
 @dataclass(frozen=True)
@@ -130,20 +163,10 @@ class Blocks:
         return s.label(j)
 
 
-def _fmt_ratio(ratio: float) -> str | None:
-    """A clean multiple such as ``2x`` or ``0.5x`` (None when not clean or ~1)."""
-    if not onp.isfinite(ratio) or abs(ratio - 1) < 1e-3:
-        return None
-    short = float(f"{ratio:.3g}")
-    if abs(ratio - short) <= 1e-7 * max(1.0, abs(ratio)):
-        return f"{short:g}x"
-    return None
-
-
 def verdict_for(
     violation: float, analytic: float, numeric: float, fd_error: float, *, uneven: bool = False
 ) -> str:
-    """A one-line reading of an entry's numbers.
+    """A one-line reading of a judged entry's numbers.
 
     A passing entry is described by how much of its allowance it uses (never
     as "off by": it is not); ``uneven`` says its row has a kink, jump or
@@ -166,20 +189,7 @@ def verdict_for(
         if uneven:
             text += "; f is uneven nearby (a kink, jump or noise), so the FD error is wide"
         return text
-    if numeric != 0 and abs(analytic + numeric) <= 1e-6 * abs(numeric):
-        return "sign flipped"
-    if analytic == 0 and numeric != 0:
-        return "analytic is zero, the function is not"
-    if numeric == 0:
-        return "analytic is nonzero where the function does not change"
-    ratio = analytic / numeric
-    clean = _fmt_ratio(ratio)
-    if clean:
-        return f"analytic is {clean} the numeric value"
-    rel = abs(analytic - numeric) / abs(numeric)
-    # against the whole allowance (FD error, round-off, atol): the FD error alone
-    # can be far smaller than what the entry is allowed (1e14x a 1e-30 FD error)
-    return f"off by {rel:.2g} relative ({violation:.3g}x the allowed difference)"
+    return ratio_reading(violation, analytic, numeric)
 
 
 @dataclass(frozen=True, repr=False)
@@ -191,13 +201,18 @@ class CheckReport:
     leaves in the ``real_jacobian`` layout). In fast mode they are None and
     ``mismatches`` holds the entries that group testing located.
 
-    ``passed`` is True when no entry is wrong. Entries that finite
-    differences cannot resolve are in ``unresolved`` (with the reason as
-    their verdict), never counted right or wrong; arguments and leaves that
+    ``outcome`` is PASSED (no entry wrong, and nothing left unresolved that
+    could hide a wrong block), FAILED (``mismatches`` lists the wrong and
+    imprecise entries; ``n_wrong`` counts every one found, also beyond those
+    named) or INCONCLUSIVE (``inconclusive`` says why); ``passed`` is
+    ``outcome is PASSED``. Entries that finite differences cannot resolve are
+    in ``unresolved``, entries where f is not differentiable in ``kinks``
+    (right at a kink, or at a jump); ``verdicts`` holds every entry's
+    :class:`Verdict` code (``Verdict.from_code``); arguments and leaves that
     were not checked are in ``not_checked`` with the reason.
     """
 
-    passed: bool
+    outcome: Outcome
     analytic: onp.ndarray | None
     numeric: onp.ndarray | None
     abs_err: onp.ndarray | None
@@ -228,6 +243,32 @@ class CheckReport:
     checker: str = "check_grads"
     #: relative spread of repeated backward passes (None: deterministic)
     backward_spread: float | None = None
+    #: why the check is inconclusive (empty unless it is)
+    inconclusive: str = ""
+    #: every entry's verdict code (full mode), see :meth:`verdict_at`
+    verdicts: onp.ndarray | None = field(default=None, repr=False)
+    #: wrong entries found in all (fast mode may name fewer: ``max_named``)
+    n_wrong: int = -1
+    #: why this mode ran (``mode="auto"`` says which it chose and why)
+    mode_reason: str = ""
+    #: the Taylor-remainder test run to settle what finite differences left open
+    taylor: Any = field(default=None, repr=False)
+
+    @property
+    def passed(self) -> bool:
+        """True when the check PASSED (not when it failed or was inconclusive)."""
+        return self.outcome is Outcome.PASSED
+
+    @property
+    def wrong_count(self) -> int:
+        """Wrong (and imprecise) entries found, named or not."""
+        return self.n_wrong if self.n_wrong >= 0 else len(self.mismatches)
+
+    def verdict_at(self, i: int, j: int) -> Verdict:
+        """The :class:`Verdict` of entry (i, j) (full mode)."""
+        if self.verdicts is None:
+            raise ValueError("a fast-mode report has no dense verdicts; see report.mismatches")
+        return Verdict.from_code(self.verdicts[i, j])
 
     @property
     def column_blocks(self) -> dict[str, slice]:
@@ -245,26 +286,18 @@ class CheckReport:
     @property
     def failed_orders(self) -> tuple[int, ...]:
         out = []
-        if self.first_order is not None and not self.first_order.passed:
+        if self.first_order is not None and self.first_order.outcome is Outcome.FAILED:
             out.append(1)
         if self.mismatches:
             out.append(self.order)
         return tuple(out)
 
     @property
-    def outcome(self) -> Outcome:
-        """:class:`Outcome`: PASSED, FAILED or INCONCLUSIVE."""
-        return Outcome.PASSED if self.passed else Outcome.FAILED
-
-    @property
     def status(self) -> str:
-        """``"PASSED"`` or ``"FAILED: 1 wrong entry"`` (for badges and titles)."""
-        if self.passed:
-            return "PASSED"
-        n = len(self.mismatches)
-        if n == 0 and self.first_order is not None and not self.first_order.passed:
-            return f"FAILED: first order, {self.first_order.status.removeprefix('FAILED: ')}"
-        return f"FAILED: {plural(n, 'wrong entry', 'wrong entries')}"
+        """``"PASSED"``, ``"FAILED: 1 wrong entry"`` or ``"INCONCLUSIVE: ..."`` (badges, titles)."""
+        from .report_text import status
+
+        return status(self)
 
     def row_label(self, i: int) -> str:
         return self.rows.label(i)
@@ -273,11 +306,21 @@ class CheckReport:
         return self.cols.label(j)
 
     def __repr__(self) -> str:
-        return f"<CheckReport {self._headline()}>"
+        from .report_text import headline
 
-    def raise_if_failed(self) -> CheckReport:
-        """Raise :class:`GradientError` (carrying this report) unless it passed."""
-        if not self.passed:
+        return f"<CheckReport {headline(self)}>"
+
+    def __str__(self) -> str:
+        from .report_text import text
+
+        return text(self)
+
+    def raise_if_failed(self, *, inconclusive_ok: bool = False) -> CheckReport:
+        """Raise :class:`GradientError` (carrying this report) unless it passed
+        (an inconclusive check raises too, unless ``inconclusive_ok``)."""
+        if self.outcome is Outcome.FAILED or (
+            self.outcome is Outcome.INCONCLUSIVE and not inconclusive_ok
+        ):
             raise GradientError(report=self, message=str(self))
         return self
 
@@ -287,110 +330,10 @@ class CheckReport:
 
         return render(self, fig)
 
-    # ------------------------------------------------------------ text
-
-    def _headline(self) -> str:
-        what = {1: "Jacobian", 2: "second derivatives (Hessian / Jacobian of the VJP)"}
-        verdict = "PASSED" if self.passed else "FAILED"
-        m, n = self.shape
-        parts = [plural(len(self.mismatches), "wrong entry", "wrong entries")]
-        if self.unresolved:
-            parts.append(plural(len(self.unresolved), "unresolvable entry", "unresolvable entries"))
-        if self.kinks:
-            parts.append(plural(len(self.kinks), "kink", "kinks"))
-        if self.not_checked:
-            parts.append(f"{len(self.not_checked)} not checked")
-        return (
-            f"{self.checker}({self.function}) {verdict}: {what.get(self.order, self.order)}, "
-            f"{m} x {n} ({self.mode} mode, {self.method} FD, {self.dtype}); "
-            f"{', '.join(parts)}; {self.nfev} f evaluations, {self.ngrad} derivative passes"
-        )
-
-    def __str__(self) -> str:
-        lines = [self._headline()]
-        if self.first_order is not None:
-            ok = "passed" if self.first_order.passed else "FAILED"
-            lines.append(f"  first-order check {ok}; this report is order {self.order}.")
-            if not self.first_order.passed:
-                lines.extend("  " + ln for ln in str(self.first_order).splitlines())
-        lines.extend(f"  note: {n}" for n in self.notes)
-        if self.not_checked:
-            lines.append("  not checked:")
-            lines.extend(f"    {label}: {reason}" for label, reason in self.not_checked[:10])
-        if self.mismatches:
-            many = len(self.mismatches) > 1
-            lines.append("  wrong entries (worst first):" if many else "  wrong entry:")
-            lines.extend(f"    {e}" for e in self.mismatches[:10])
-            if len(self.mismatches) > 10:
-                lines.append(f"    ... and {len(self.mismatches) - 10} more")
-        else:
-            close = [e for e in self.worst if e.violation > 0 and onp.isfinite(e.fd_error)][:3]
-            if close:
-                lines.append("  closest to failing (all within tolerance; violation < 1 passes):")
-                lines.extend(f"    {e}" for e in close)
-        if self.unresolved:
-            lines.append("  unresolvable by finite differences (neither right nor wrong):")
-            lines.extend(f"    {e}" for e in self.unresolved[:5])
-            if len(self.unresolved) > 5:
-                lines.append(f"    ... and {len(self.unresolved) - 5} more")
-        if self.kinks:
-            lines.append("  not differentiable here (one-sided derivatives differ):")
-            lines.extend(f"    {e}" for e in self.kinks[:5])
-        lines.append(
-            "  tolerance per entry: |analytic - numeric| <= FD error estimate"
-            f" + {self.rtol:.1e}·|value|" + (f" + {self.atol:.1e}" if self.atol else "")
-        )
-        return "\n".join(lines)
-
     def _repr_html_(self) -> str:
-        color = "#1a7f37" if self.passed else "#b42318"
-        badge = (
-            f'<span style="background:{color};color:white;padding:2px 8px;border-radius:4px;'
-            f'font-weight:bold">{"PASSED" if self.passed else "FAILED"}</span>'
-        )
-        shown = list(self.mismatches or self.worst)[:10] + list(self.unresolved[:5])
-        rows = "".join(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(c))}</td>"
-                for c in (
-                    e.label,
-                    f"{e.analytic:.6g}",
-                    f"{e.numeric:.6g}",
-                    f"{e.abs_err:.2e}",
-                    format_fd_error(e.fd_error),
-                    f"{e.violation:.3g}",
-                    e.verdict,
-                )
-            )
-            + "</tr>"
-            for e in shown
-        )
-        head = "".join(
-            f"<th>{h}</th>"
-            for h in ("entry", "analytic", "numeric", "|diff|", "FD error", "violation", "verdict")
-        )
-        notes = [html.escape(n) for n in self.notes]
-        notes += [
-            f"not checked: {html.escape(lb)} ({html.escape(r)})" for lb, r in self.not_checked
-        ]
-        items = "".join(f"<li>{n}</li>" for n in notes)
-        return (
-            f"<div>{badge} <code>{html.escape(self._headline())}</code>"
-            f"{f'<ul>{items}</ul>' if items else ''}{self._inline_png()}"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
-        )
+        from .report_text import html_report
 
-    def _inline_png(self) -> str:
-        """The heatmaps inside the HTML repr (notebooks show one MIME type)."""
-        try:
-            png = self._repr_png_()
-        except ImportError:  # no matplotlib: the table alone
-            return ""
-        if not png:
-            return ""
-        data = base64.b64encode(png).decode()
-        return f'<br><img src="data:image/png;base64,{data}" style="max-width:100%">'
+        return html_report(self)
 
     def _repr_png_(self) -> bytes | None:
         if self.analytic is None and not self.mismatches:

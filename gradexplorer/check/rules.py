@@ -105,7 +105,7 @@ def solver_slack(noise: NoiseModel) -> onp.ndarray:
     return onp.where(uneven & onp.isfinite(rho), onp.sqrt(rho), 0.0)
 
 
-def _scale_allowance(precision: float, A, N) -> onp.ndarray | float:
+def scale_allowance(precision: float, A, N) -> onp.ndarray | float:
     """For an inexact rule: its precision relative to the size of the entries
     around each one (the largest of its row and column), since a solver's
     error is relative to the whole solution, not to each tiny sensitivity."""
@@ -118,7 +118,7 @@ def _scale_allowance(precision: float, A, N) -> onp.ndarray | float:
     return precision * onp.maximum(big.max(axis=1, keepdims=True), big.max(axis=0, keepdims=True))
 
 
-def _precision_note(rule: str, precision: float, what: str) -> str:
+def precision_note(rule: str, precision: float, what: str) -> str:
     return (
         f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "
         "backward pass makes it: an ODE adjoint, a solver with a tolerance), so it is "

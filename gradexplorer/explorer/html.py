@@ -108,7 +108,7 @@ def worst_html(r: Any, limit: int = 8) -> str:
     head = "wrong entries" if r.mismatches else "closest to failing (all within tolerance)"
     body = "".join(
         f"<tr><td>{html.escape(e.label)}</td><td>{e.analytic:.6g}</td><td>{e.numeric:.6g}"
-        f"</td><td>{e.abs_err:.2e}</td><td>{format_fd_error(e.fd_error)}</td><td>{html.escape(e.verdict)}"
+        f"</td><td>{e.abs_err:.2e}</td><td>{format_fd_error(e.fd_error)}</td><td>{html.escape(e.reading)}"
         "</td></tr>"
         for e in rows
     )

@@ -18,38 +18,34 @@ from dataclasses import dataclass
 
 import numpy as onp
 
-from .noise import NoiseModel
-from .schemes import SCHEMES, combine, pooled, stencil_residual
+from .entry_state import EntryNoise, Sides, kinked
+from .noise import QUANTUM_STD, NoiseModel
+from .quantum import direction_quantum
+from .reasons import Unresolvable
+from .sampling import SHRINK, Sampler, exact_steps, snap_directions
+from .schemes import SCHEMES, combine, one_sided, pooled, stencil_residual
 
 __all__ = [
     "Directional", "directional_derivatives", "exact_steps", "REASONS", "resolution_floor",
+    "Unresolvable", "DEEP_SHRINK",
 ]  # fmt: skip
 
-#: Why an entry is unresolvable (codes in ``Directional.reason``).
-REASONS = {
-    0: "",
-    1: "f is not finite at the point",
-    2: "f is not finite (overflow or NaN) within the smallest step",
-    3: (
-        "finite differences never settled: a kink or jump within the step, an oscillation "
-        "faster than the step, or f's own noise"
-    ),
-    4: "f is too uneven here for finite differences to pin this entry down",
-    5: (
-        "f varies erratically at every scale probed (an oscillation far faster than any "
-        "step, or noise comparable to f itself): no finite difference resolves it"
-    ),
-}
+#: Why an entry is unresolvable, in words, by code (see :class:`Unresolvable`).
+REASONS = {int(code): code.text for code in Unresolvable}
 
-SHRINK = 8.0
 #: An entry's truncation error may exceed its noise error this much and still be settled.
 BALANCE = 4.0
 #: Stencil residuals below this many ulps of f count as rounding, never as structure.
 SMOOTH_ULPS = 1e3
 #: Noise above this fraction of f itself, at every probed scale, leaves nothing to resolve.
 HOPELESS = 1e-3
-#: Below this relative accuracy an entry dominated by noise tries larger steps.
+#: Below this relative accuracy an entry dominated by noise tries larger steps
+#: (or below this many ulps of its direction's precision, for float32 and below).
 POOR = 1e-6
+POOR_ULPS = 1e3
+#: Shrink levels allowed where f looked smooth only at the finest noise probe
+#: (an oscillation far faster than the step: 8**8 is about that probe's scale).
+DEEP_SHRINK = 8
 
 
 @dataclass
@@ -63,60 +59,12 @@ class Directional:
     steps: onp.ndarray  # the last step used per direction
     nfev: int
     vectors: onp.ndarray | None = None  # the directions as used (snapped to the grid)
-
-
-def snap_directions(vectors, h, spacing, levels) -> onp.ndarray:
-    """Directions whose every stencil point, at every shrink level, lands exactly
-    on each coordinate's grid: each component of ``h·d`` becomes a multiple of
-    ``40·8**levels`` ulps (a rounded point would add the input's own rounding
-    to f as noise the estimates do not expect)."""
-    q = 40.0 * SHRINK**levels * spacing[None, :]
-    delta = h[:, None] * vectors
-    with onp.errstate(invalid="ignore", over="ignore"):
-        n = onp.round(onp.abs(delta) / q)
-        snapped = onp.sign(delta) * onp.maximum(n, 1.0) * q
-    snapped = onp.where((delta != 0) & onp.isfinite(snapped), snapped, delta)
-    return snapped / h[:, None]
-
-
-def exact_steps(x0: onp.ndarray, h: onp.ndarray, spacing: onp.ndarray) -> onp.ndarray:
-    """Round steps to multiples of 40 ulps of each coordinate, so that every
-    offset of every scheme (h, h/2, 0.6h, 0.3h, 2h) lands exactly on a
-    representable number of that coordinate's precision."""
-    q = 40.0 * spacing
-    with onp.errstate(invalid="ignore", over="ignore"):
-        n = onp.maximum(1.0, onp.round(h / q))
-        out = n * q
-    return onp.where(onp.isfinite(out) & (out > 0), out, h)
-
-
-class _Sampler:
-    """Evaluates f at the stencil points of a set of directions."""
-
-    def __init__(self, evaluate, x0, columns, vectors, chunk):
-        self.evaluate, self.x0 = evaluate, x0
-        self.columns, self.vectors = columns, vectors
-        self.chunk = chunk
-        self.nfev = 0
-
-    def __call__(self, idx: onp.ndarray, h: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
-        """Samples ``(len(idx), len(offsets), m)`` for directions idx at steps h."""
-        n_off = offsets.size
-        out = []
-        for start in range(0, idx.size, self.chunk):
-            part, hp = idx[start : start + self.chunk], h[start : start + self.chunk]
-            delta = onp.outer(hp, offsets).ravel()  # (p * n_off,)
-            pts = onp.repeat(self.x0[None], part.size * n_off, axis=0)
-            if self.columns is not None:
-                cols = onp.repeat(self.columns[part], n_off)
-                pts[onp.arange(pts.shape[0]), cols] += delta
-            else:
-                dirs = onp.repeat(self.vectors[part], n_off, axis=0)
-                pts += delta[:, None] * dirs
-            vals = onp.asarray(self.evaluate(pts), dtype=float)
-            self.nfev += pts.shape[0]
-            out.append(vals.reshape(part.size, n_off, -1))
-        return onp.concatenate(out, axis=0)
+    #: where f is not differentiable at the point (reason KINK): its right and left
+    #: derivatives along each direction and their errors (NaN elsewhere)
+    right: onp.ndarray | None = None
+    left: onp.ndarray | None = None
+    side_err: onp.ndarray | None = None
+    quantum: onp.ndarray | None = None  # per output: the staircase f's values move on
 
 
 def directional_derivatives(
@@ -137,6 +85,7 @@ def directional_derivatives(
     balance: float | None = None,
     coord_eps: onp.ndarray | None = None,
     grow_to: onp.ndarray | None = None,
+    out_eps: onp.ndarray | float | None = None,
 ) -> Directional:
     """Estimate ``J @ d`` for each direction, with per-entry error estimates.
 
@@ -173,6 +122,15 @@ def directional_derivatives(
         The precision of each input coordinate: an entry's noise floor is the
         rounding of the lower of its output's and its direction's precision
         (a float32 input judged in float32 beside a float64 one).
+    out_eps : float or ndarray, optional
+        The precision of each output: given, a coarse grid the stencil's samples
+        lie on (a rounding staircase) raises that output's rounding floor.
+
+    Where the samples show f not differentiable at the point (right and left
+    derivatives that differ, :func:`~gradexplorer.fd.schemes.one_sided`), the
+    entry's reason is :attr:`Unresolvable.KINK`: its estimate is the two
+    sides' mean, its error half their gap (so the interval holds both), and
+    ``right``, ``left`` give them.
     """
     scheme = SCHEMES[method]
     offsets = onp.array(scheme.offsets)
@@ -185,13 +143,22 @@ def directional_derivatives(
         noise = NoiseModel(sig, sig, onp.zeros(m), onp.abs(y0))
     if chunk is None:
         chunk = max(1, int(2**24 // max(1, x0.size * offsets.size * 8)))
-    sample = _Sampler(evaluate, x0, columns, vectors, chunk)
+    sample = Sampler(evaluate, x0, columns, vectors, chunk)
     h = onp.asarray(steps, dtype=float).copy()
     all_idx = onp.arange(k)
     richardson = method == "richardson"
-    nm = _EntryNoise(noise, _direction_eps(coord_eps, columns, vectors, k), richardson and adapt)
+    dir_eps = _direction_eps(coord_eps, columns, vectors, k)
+    F0 = sample(all_idx, h, offsets)
+    if richardson and adapt and noise.max_depth >= 2:
+        max_shrink = max(max_shrink, DEEP_SHRINK)
+    nm = EntryNoise(noise, dir_eps, richardson and adapt)
+    if out_eps is not None:
+        # the stencil spans more of f than the noise probes: where its samples along
+        # a direction lie on a coarse grid, that grid is the entry's rounding floor
+        nm.raise_floor(QUANTUM_STD * direction_quantum(F0, y0, out_eps))
+    sides = Sides(k, m) if richardson and adapt else None
 
-    def judged(F, hv, idx, sigma_probe):
+    def judged(F, hv, idx, sigma_probe, track_sides=True):
         """combine() with the stencil's own view of f: samples that a smooth
         curve through them cannot explain beyond f's probed noise (or far
         above f's precision) mean f is not smooth at this step."""
@@ -203,21 +170,25 @@ def directional_derivatives(
         sigma = onp.fmax(sigma_probe[idx], pooled(onp.where(smooth, resid, onp.nan))[None, :])
         lvl = combine(scheme, F, y0, hv, sigma)
         lvl.consistent &= smooth
+        if sides is not None and track_sides:  # a kink *at the point*: never at grown steps
+            sides.update(idx, one_sided(F, y0, hv, sigma), lvl.consistent)
         return lvl
 
     structured = nm.structured
-    first = judged(sample(all_idx, h, offsets), h, all_idx, nm.level0)
+    first = judged(F0, h, all_idx, nm.level0)
     est, err = first.est.copy(), first.err.copy()
     noise_err = first.noise.copy()
     ok = first.consistent & ~structured
     balance = BALANCE if balance is None else balance
-    settled = ok & (first.trunc <= balance * first.noise)
+    # an entry at a kink is confirmed at a smaller step (a kink merely near the
+    # point leaves the stencil as it shrinks)
+    settled = ok & (first.trunc <= balance * first.noise) & ~kinked(sides)
     has = ok.copy()  # a trustworthy (consistent) estimate exists
     nonfinite = ~first.finite
     y_bad = ~onp.isfinite(y0)
     if not adapt or not richardson:
         trusted = ok if richardson else first.finite
-        return _finish(est, err, noise_err, trusted, nonfinite, y_bad, h, sample, nm)
+        return _finish(est, err, noise_err, trusted, nonfinite, y_bad, h, sample, nm, noise, sides)
 
     def rescale(hv, active, factor):
         hv[active] *= factor
@@ -225,9 +196,10 @@ def directional_derivatives(
             cols = columns[active]
             hv[active] = exact_steps(x0[cols], hv[active], spacing[cols])
 
-    def level(active, hv):
+    def level(active, hv, grown=False):
         # after level 0, structured entries are judged with their fine-scale noise
-        return judged(sample(active, hv[active], offsets), hv[active], active, nm.later)
+        F = sample(active, hv[active], offsets)
+        return judged(F, hv[active], active, nm.later, track_sides=not grown)
 
     # --- shrink where an entry is inconsistent or truncation-dominated
     hs = h.copy()
@@ -237,21 +209,26 @@ def directional_derivatives(
             break
         rescale(hs, active, 1 / SHRINK)
         _merge(level(active, hs), active, est, err, noise_err, has, settled, nonfinite)
+        settled[active] |= sides.confirmed[active]
     # --- grow where an entry is settled on noise alone but poorly known
     hg = h.copy()
     limit = onp.zeros(k) if grow_to is None else onp.asarray(grow_to, dtype=float)
     for _ in range(max_grow + 1):
         scale = onp.max(onp.abs(onp.where(has, est, 0.0)), axis=1, initial=0.0)
-        poor = has & (err > POOR * onp.maximum(onp.abs(est), scale[:, None]))
+        # "poorly known" relative to what the direction's precision can give at best
+        poor_rel = onp.maximum(POOR, POOR_ULPS * dir_eps)[:, None]
+        poor = has & (err > poor_rel * onp.maximum(onp.abs(est), scale[:, None]))
         noisy = first.noise >= first.trunc
         # a step far below what the array's scale allows: its noise error can fall 8x
         room = (hg * SHRINK <= limit)[:, None]
-        active = onp.flatnonzero(onp.any((poor | room) & noisy & settled & ~structured, axis=1))
+        grow = (poor | room) & noisy & settled & ~structured & ~sides.kink
+        active = onp.flatnonzero(onp.any(grow, axis=1))
         if active.size == 0:
             break
         rescale(hg, active, SHRINK)
-        lvl = level(active, hg)
+        lvl = level(active, hg, grown=True)
         better = lvl.consistent & (lvl.err < err[active]) & (lvl.trunc <= BALANCE * lvl.noise)
+        better &= ~sides.kink[active]
         gap = onp.abs(lvl.est - est[active])
         agree = gap <= lvl.err + err[active]
         take = better & agree
@@ -261,7 +238,7 @@ def directional_derivatives(
         noise_err[active] = onp.where(take, lvl.noise, noise_err[active])
         # a consistent larger step that disagrees shows the old error was too small
         err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
-    return _finish(est, err, noise_err, has, nonfinite, y_bad, hs, sample, nm)
+    return _finish(est, err, noise_err, has, nonfinite, y_bad, hs, sample, nm, noise, sides)
 
 
 def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
@@ -272,30 +249,6 @@ def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
         return coord_eps[columns]
     moving = vectors != 0
     return onp.max(onp.where(moving, coord_eps[None, :], 0.0), axis=1, initial=0.0)
-
-
-class _EntryNoise:
-    """The noise model per entry (direction × output): an entry's floor is the
-    rounding of the lower of its output's and its input's precision."""
-
-    def __init__(self, noise: NoiseModel, dir_eps: onp.ndarray, adaptive: bool):
-        from .noise import NOISY, STRUCTURE
-
-        scale = noise.scale[None, :]
-        self.floor = onp.fmax(noise.floor[None, :], 0.3 * dir_eps[:, None] * scale)
-        coarse, fine = noise.coarse[None, :], noise.fine[None, :]
-        self.level0 = onp.fmax(onp.fmax(coarse, fine), self.floor)
-        self.resolved = onp.fmax(fine, self.floor)
-        tiny = onp.finfo(float).tiny
-        noisy = coarse > NOISY * onp.maximum(self.floor, tiny)
-        structured = noisy & (coarse > STRUCTURE * self.resolved)
-        self.structured = structured if adaptive else onp.zeros_like(structured)
-        with onp.errstate(all="ignore"):
-            rel = coarse / onp.maximum(scale, tiny)
-        # f's derivative is no better defined than f itself where f is noisy; where
-        # f merely has structure finer than the first step, the steps shrink past it
-        self.rel = onp.where(noisy & ~self.structured & onp.isfinite(rel), rel, 0.0)
-        self.later = onp.where(self.structured, self.resolved, self.level0)
 
 
 def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
@@ -336,14 +289,37 @@ def resolution_floor(est: onp.ndarray, err: onp.ndarray) -> onp.ndarray:
     return onp.where(onp.isnan(floor), err, onp.fmax(err, floor))
 
 
-def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm) -> Directional:
+def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, sides) -> Directional:
     err = resolution_floor(est, err + nm.rel * onp.abs(est))
     reason = onp.zeros(est.shape, onp.int8)
     hopeless = nm.rel > HOPELESS
-    reason[hopeless] = 5
+    reason[hopeless] = Unresolvable.ERRATIC
     err = onp.where(hopeless, onp.inf, err)
     unresolved = ~has & ~hopeless
-    reason[unresolved] = onp.where(nonfinite[unresolved], 2, 3)
-    reason[:, y_bad] = 1
-    err = onp.where(unresolved | y_bad[None, :], onp.inf, err)
-    return Directional(est, err, reason, noise_err, h, sample.nfev, sample.vectors)
+    reason[unresolved] = onp.where(
+        nonfinite[unresolved], Unresolvable.NOT_FINITE_NEARBY, Unresolvable.NEVER_SETTLED
+    )
+    err = onp.where(unresolved, onp.inf, err)
+    right = left = side_err = None
+    if sides is not None and sides.kink.any():
+        kink = sides.kink & ~hopeless
+        right, left, side_err = sides.right, sides.left, sides.err
+        with onp.errstate(invalid="ignore"):
+            est = onp.where(kink, 0.5 * (right + left), est)
+            err = onp.where(kink, 0.5 * onp.abs(right - left) + side_err, err)
+        reason[kink] = Unresolvable.KINK
+    reason[:, y_bad] = Unresolvable.NOT_FINITE_AT_POINT
+    err = onp.where(y_bad[None, :], onp.inf, err)
+    return Directional(
+        est,
+        err,
+        reason,
+        noise_err,
+        h,
+        sample.nfev,
+        sample.vectors,
+        right,
+        left,
+        side_err,
+        noise.quantum,
+    )

@@ -27,9 +27,10 @@ from ..core.guards import guarded_call, keeping_random_state
 from ..core.outputs import output_layout
 from ..core.tree import Leaf
 from .complexstep import complex_step_derivatives, complex_step_jacobian
-from .directional import REASONS, directional_derivatives, exact_steps
+from .directional import directional_derivatives, exact_steps
 from .noise import NoiseModel, probe_noise
 from .realmap import RealMap
+from .reasons import Unresolvable
 from .steps import _check_method, coordinate_eps, coordinate_spacing, steps_for, typical_steps
 
 __all__ = [
@@ -110,11 +111,15 @@ def fd_columns(
     coord_eps: onp.ndarray | None = None,
     grow_to: onp.ndarray | None = None,
     rng: Any = 0,
+    one_sided: bool = False,
 ):
     """Jacobian columns by finite differences: ``(J (m, k), E (m, k), reason, nfev, noise)``.
 
     f's noise (a :class:`~gradexplorer.noise.NoiseModel`) is probed first
-    unless given.
+    unless given. With ``one_sided``, a sixth result ``(right, left,
+    side_err, quantum)``: at entries where f is not differentiable (reason
+    KINK) its right and left derivatives (m, k) and their error (None where
+    there are none), and per output the staircase f moves on (or None).
     """
     nfev = 0
     if noise is None:
@@ -132,8 +137,13 @@ def fd_columns(
         spacing=spacing,
         coord_eps=coord_eps,
         grow_to=None if grow_to is None else grow_to[cols],
+        out_eps=out_eps,
     )
-    return d.est.T, d.err.T, d.reason.T, d.nfev + nfev, noise
+    out = (d.est.T, d.err.T, d.reason.T, d.nfev + nfev, noise)
+    if not one_sided:
+        return out
+    T = lambda a: None if a is None else a.T  # noqa: E731
+    return (*out, (T(d.right), T(d.left), T(d.side_err), d.quantum))
 
 
 def numeric_jacobian(
@@ -253,7 +263,7 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed, sy
     specs = call.specs
     rows = layout.leaves
     unresolved = tuple(
-        (f"{_row_label(rows, i)} / {_col_label(specs, j)}", REASONS[int(R[i, j])])
+        (f"{_row_label(rows, i)} / {_col_label(specs, j)}", Unresolvable(int(R[i, j])).text)
         for i, j in zip(*onp.nonzero(R))
     )
     simple = len(specs) == 1 and len(rows) == 1 and not specs[0].complex and not rows[0].complex

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 
 import numpy as onp
 
+from .quantum import output_quantum
+
 __all__ = ["estimate_noise", "NOISE_POINTS", "NoiseModel", "probe_noise"]
 
 #: Samples per direction (the centre included): differences up to order 6.
 NOISE_POINTS = 9
-_ORDERS = range(1, 7)
-_GAMMA = {k: math.factorial(k) ** 2 / math.factorial(2 * k) for k in _ORDERS}
+_GAMMA = {k: math.factorial(k) ** 2 / math.factorial(2 * k) for k in range(1, NOISE_POINTS)}
 
 
 def _sigma_from_samples(F: onp.ndarray) -> onp.ndarray:
@@ -40,16 +41,29 @@ def _sigma_from_samples(F: onp.ndarray) -> onp.ndarray:
     For each order k the k-th differences of pure noise of std σ have variance
     ``C(2k, k)·σ²``; σ_k estimates σ from them. Low orders still carry the
     smooth part; once the differences are noise, σ_k stops falling. The
-    estimate is the smallest σ_k of orders 3..6 (the noise floor they reach),
-    never below the order-6 value's third (sampling spread of few points).
+    estimate is the smallest σ_k of orders 3..6 (the noise floor they reach).
+
+    A kink or a tie *at the point* (the line's centre) is not noise, yet it
+    puts every high-order difference that spans the centre far above the
+    noise: each half-line (the centre and four points one side) is smooth
+    there, so where both halves are quiet the line is taken as quiet. A kink
+    elsewhere on the line spoils one half, which then keeps the full value.
     """
+    full = _sigma_orders(F, 3)
+    half = F.shape[0] // 2
+    with onp.errstate(all="ignore"):
+        left, right = _sigma_orders(F[: half + 1], 3), _sigma_orders(F[half:], 3)
+    return onp.fmin(full, onp.fmax(left, right))
+
+
+def _sigma_orders(F: onp.ndarray, lowest: int) -> onp.ndarray:
     estimates = []
     D = F.copy()
-    for k in _ORDERS:
+    for k in range(1, F.shape[0]):
         D = onp.diff(D, axis=0)
-        estimates.append(onp.sqrt(_GAMMA[k] * onp.mean(D * D, axis=0)))
-    S = onp.array(estimates)  # (orders, m)
-    return onp.min(S[2:], axis=0)
+        if k >= lowest:
+            estimates.append(onp.sqrt(_GAMMA[k] * onp.mean(D * D, axis=0)))
+    return onp.min(onp.array(estimates), axis=0)
 
 
 def estimate_noise(
@@ -85,18 +99,26 @@ def estimate_noise(
         result: the largest ``|f_i|`` among the samples.
     """
     gen = rng if isinstance(rng, onp.random.Generator) else onp.random.default_rng(rng)
+    if y0 is None:
+        y0 = onp.asarray(evaluate(x0[None]), dtype=float)[0]
+    sigma, vals = _probe_lines(evaluate, x0, spacing, directions, gen, y0)
+    if magnitude:
+        return sigma, vals.shape[0], _magnitude(vals, y0)
+    return sigma, vals.shape[0]
+
+
+def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
+    """σ per output (the larger over the lines) and the samples, ``(points, m)``."""
     half = NOISE_POINTS // 2
     t = onp.arange(-half, half + 1, dtype=float)
-    points, lines = [], []
+    points = []
     for _ in range(directions):
         p = gen.choice([-1.0, 1.0], size=x0.size) * spacing
         line = x0[None, :] + t[:, None] * p[None, :]
-        lines.append(len(points))
         points.extend(line[k] for k in range(NOISE_POINTS) if k != half)
     vals = onp.asarray(evaluate(onp.asarray(points)), dtype=float)
-    if y0 is None:
-        y0 = onp.asarray(evaluate(x0[None]), dtype=float)[0]
     m = y0.size
+    vals = vals.reshape(len(points), m)
     sigma = onp.zeros(m)
     per_line = NOISE_POINTS - 1
     for d in range(directions):
@@ -106,17 +128,20 @@ def estimate_noise(
             s = _sigma_from_samples(F)
         s = onp.where(onp.all(onp.isfinite(F), axis=0), s, onp.nan)
         sigma = onp.fmax(sigma, s) if d else s
-    if magnitude:
-        with onp.errstate(all="ignore"):
-            mag = onp.nanmax(onp.where(onp.isfinite(vals), onp.abs(vals), onp.nan), axis=0)
-        mag = onp.fmax(onp.where(onp.isfinite(mag), mag, 0.0), onp.abs(onp.nan_to_num(y0)))
-        return sigma, len(points), mag
-    return sigma, len(points)
+    return sigma, vals
 
 
-#: Probe spacings relative to the FD base step: coarse (what a stencil sees)
-#: and fine (what is left once the step resolves f's structure).
-COARSE, FINE = 2.0**-5, 2.0**-15
+def _magnitude(vals: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
+    with onp.errstate(all="ignore"):
+        mag = onp.nanmax(onp.where(onp.isfinite(vals), onp.abs(vals), onp.nan), axis=0)
+    return onp.fmax(onp.where(onp.isfinite(mag), mag, 0.0), onp.abs(onp.nan_to_num(y0)))
+
+
+#: Probe spacings relative to the FD base step: coarse (what a stencil sees),
+#: fine (what is left once the step resolves f's structure) and finest (for an
+#: oscillation too fast for the fine probe): each probed only where the one
+#: before it found f noisy.
+COARSE, FINE, FINEST = 2.0**-5, 2.0**-15, 2.0**-25
 #: Noise this many times the output's own rounding makes f "noisy".
 NOISY = 1e3
 #: Coarse noise this many times the fine noise is structure, not noise.
@@ -125,21 +150,26 @@ STRUCTURE = 64.0
 
 @dataclass(frozen=True)
 class NoiseModel:
-    """f's noise per output, probed at two spacings.
+    """f's noise per output, probed at up to three spacings.
 
     ``coarse`` is what samples a step apart see; ``fine`` what closely spaced
-    samples see; ``floor`` the rounding of the output itself. Where coarse
-    noise stands far above fine noise, f has *structure* finer than the step
-    (an oscillation the step aliases, or a solver's jitter): steps must shrink
-    until f looks smooth. Where f is noisy (far above its precision), its
-    derivative is no better defined than f itself: ``rel`` (coarse noise over
-    f's magnitude) joins each entry's error as a relative term.
+    samples see (the finest scale probed); ``floor`` the rounding of the
+    output itself, or the spacing of the grid it moves on (``quantum``: a
+    rounding staircase, :mod:`gradexplorer.fd.quantum`). Where coarse noise
+    stands far above fine noise, f has *structure* finer than the step (an
+    oscillation the step aliases, or a solver's jitter): steps must shrink
+    until f looks smooth, down to the scale ``depth`` says (0 coarse, 1 fine,
+    2 finest). Where f is noisy (far above its rounding), its derivative is no
+    better defined than f itself: ``rel`` (coarse noise over f's magnitude)
+    joins each entry's error as a relative term.
     """
 
     coarse: onp.ndarray
     fine: onp.ndarray
     floor: onp.ndarray
     scale: onp.ndarray
+    quantum: onp.ndarray | None = None
+    depth: onp.ndarray | None = None
 
     @property
     def level0(self) -> onp.ndarray:
@@ -158,6 +188,17 @@ class NoiseModel:
         return self.noisy & (self.coarse > STRUCTURE * self.resolved)
 
     @property
+    def quantized(self) -> onp.ndarray:
+        return onp.zeros(self.coarse.shape, bool) if self.quantum is None else self.quantum > 0
+
+    @property
+    def max_depth(self) -> int:
+        """The finest probe scale at which a structured output looked smooth."""
+        if self.depth is None or not onp.any(self.structured):
+            return 0
+        return int(onp.max(self.depth[self.structured], initial=0))
+
+    @property
     def rel(self) -> onp.ndarray:
         with onp.errstate(all="ignore"):
             r = self.coarse / onp.maximum(self.scale, onp.finfo(float).tiny)
@@ -169,7 +210,25 @@ class NoiseModel:
         return cls(z, z, z, onp.ones(m))
 
     def take(self, idx) -> NoiseModel:
-        return NoiseModel(self.coarse[idx], self.fine[idx], self.floor[idx], self.scale[idx])
+        pick = lambda a: None if a is None else a[idx]  # noqa: E731
+        return NoiseModel(
+            self.coarse[idx],
+            self.fine[idx],
+            self.floor[idx],
+            self.scale[idx],
+            pick(self.quantum),
+            pick(self.depth),
+        )
+
+    def with_quantum(self, quantum: onp.ndarray) -> NoiseModel:
+        """This model with a (finer-measured) rounding staircase: the floor rises to it."""
+        q = quantum if self.quantum is None else onp.fmax(self.quantum, quantum)
+        floor = onp.fmax(self.floor, QUANTUM_STD * q)
+        return NoiseModel(self.coarse, self.fine, floor, self.scale, q, self.depth)
+
+
+#: The standard deviation of rounding to a grid of spacing q, over its spacing.
+QUANTUM_STD = 0.3
 
 
 def probe_noise(
@@ -183,31 +242,42 @@ def probe_noise(
     rng=0,
     directions: int = 2,
 ) -> tuple[NoiseModel, int]:
-    """f's :class:`NoiseModel` near x0, from probes at two spacings."""
+    """f's :class:`NoiseModel` near x0: probed at the coarse spacing, then finer
+    where f is noisy there, and finer still where it is noisy at the fine one."""
     gen = rng if isinstance(rng, onp.random.Generator) else onp.random.default_rng(rng)
-    coarse, n1, mag = estimate_noise(
-        evaluate,
-        x0,
-        onp.maximum(steps * COARSE, 64 * spacing),
-        rng=gen,
-        y0=y0,
-        magnitude=True,
-        directions=directions,
-    )
-    fine, n2 = estimate_noise(
-        evaluate,
-        x0,
-        onp.maximum(steps * FINE, 64 * spacing),
-        rng=gen,
-        y0=y0,
-        directions=directions,
-    )
+    out_eps = onp.asarray(out_eps, dtype=float)
+    # spacings with random low bits: a power-of-two spacing would put a linear f's
+    # samples on a coarse dyadic grid, which the staircase test would take for quanta
+    jitter = 1.0 + 0.5 * gen.random(x0.size)
+
+    def probe(fraction):
+        spaced = onp.maximum(steps * fraction, 64 * spacing) * jitter
+        return _probe_lines(evaluate, x0, spaced, directions, gen, y0)
+
+    coarse, vals = probe(COARSE)
+    nfev = vals.shape[0]
+    samples = [vals]
+    mag = _magnitude(vals, y0)
     # rounding scales with |f| around the point, not at it: outputs that cross
-    # zero at x are not "noisy" because y(x) happens to be 0
+    # zero at x are not "noisy" because y(x) happens to be 0; an output cannot
+    # move by less than the smallest subnormal: below that it is flat
     with onp.errstate(all="ignore"):
-        floor = 0.3 * onp.asarray(out_eps, dtype=float) * mag
-    # an output cannot move by less than the smallest subnormal: below that it is flat
-    floor = onp.maximum(floor, onp.finfo(float).smallest_subnormal)
+        own = onp.maximum(0.3 * out_eps * mag, onp.finfo(float).smallest_subnormal)
     coarse = onp.where(onp.isfinite(coarse), coarse, 0.0)
-    fine = onp.where(onp.isfinite(fine), fine, 0.0)
-    return NoiseModel(coarse, fine, floor * onp.ones_like(mag), mag), n1 + n2
+    model = NoiseModel(coarse, coarse, own * onp.ones_like(mag), mag).with_quantum(
+        output_quantum(vals, y0, out_eps)
+    )
+    fine, depth = coarse.copy(), onp.zeros(coarse.shape, onp.int8)
+    for level, fraction in ((1, FINE), (2, FINEST)):
+        noisy = fine > NOISY * onp.maximum(model.floor, onp.finfo(float).tiny)
+        if not noisy.any():
+            break
+        sigma, vals = probe(fraction)
+        nfev += vals.shape[0]
+        samples.append(vals)
+        sigma = onp.where(onp.isfinite(sigma), sigma, 0.0)
+        finer = noisy & (sigma < fine)
+        depth = onp.where(finer & (sigma * STRUCTURE < fine), level, depth)
+        fine = onp.where(finer, sigma, fine)
+        model = model.with_quantum(output_quantum(onp.concatenate(samples), y0, out_eps))
+    return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev

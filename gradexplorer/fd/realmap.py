@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import numpy as onp
 
 from ..core.calls import Call
+from ..core.guards import reseeded
 from ..core.outputs import OutputLayout
 from ..core.tree import Leaf, flatten, map_leaves
 
@@ -18,9 +18,9 @@ class RealMap:
 
     Every evaluation gets fresh arrays in each leaf's own dtype, so a function
     that mutates its input cannot corrupt the points. Picklable when f is, so
-    it runs in process pools and dask workers. ``reseed`` re-seeds numpy's and
-    Python's global random generators before every call (for objectives that
-    draw noise inside).
+    it runs in process pools and dask workers. ``reseed`` re-seeds the global
+    random generators (numpy's, Python's, and torch's when loaded) before every
+    call (for objectives that draw noise inside).
     """
 
     def __init__(
@@ -67,9 +67,9 @@ class RealMap:
         return out
 
     def _seed(self) -> None:
-        if self.reseed is not None:
-            onp.random.seed(self.reseed)  # noqa: NPY002 - the global generator is the point
-            random.seed(self.reseed)
+        # every generator reseed covers (numpy's, Python's, torch's CPU and CUDA ones):
+        # the same seed f saw when its value at the point was taken
+        reseeded(self.reseed)
 
     def call_leaves(self, leaves: list) -> Any:
         """f on these leaf values as given (complex ones, for the complex step),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as onp
 
-__all__ = ["Scheme", "SCHEMES", "RATIO", "combine"]
+__all__ = ["Scheme", "SCHEMES", "RATIO", "combine", "one_sided", "OneSided"]
 
 #: Second step family, as a fraction of the first (non-dyadic against 1/2).
 RATIO = 0.6
@@ -162,6 +162,68 @@ def combine(
             trunc = onp.where(consistent, trunc, gap + onp.abs(da))
     trunc = onp.where(finite, trunc, onp.inf)
     return Combined(est, trunc, onp.where(finite, noise, onp.inf), consistent, finite)
+
+
+@dataclass
+class OneSided:
+    """The right and left derivatives a Richardson stencil's samples give, and
+    where they differ: ``kink`` marks entries where f is not differentiable at
+    the point (its one-sided derivatives differ beyond their errors, at both
+    step families alike)."""
+
+    right: onp.ndarray  # (k, m)
+    left: onp.ndarray
+    err_right: onp.ndarray
+    err_left: onp.ndarray
+    kink: onp.ndarray  # (k, m) bool
+
+
+#: Rows of the Richardson stencil's samples: (+h, +h/2, +rh, +rh/2) and their mirrors.
+_PLUS, _MINUS = (0, 2, 4, 6), (1, 3, 5, 7)
+
+
+def one_sided(F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray, sigma) -> OneSided:
+    """One-sided derivatives from the samples of the Richardson stencil, no new
+    evaluations: each side's slopes over c·h (c = 1, 1/2, r, r/2) are
+    extrapolated once (error O(h²)) in each step family.
+
+    Where f is smooth, right and left agree to O(h³), far inside their errors.
+    At a kink or a tie *at the point* (or nearer to it than the stencil
+    resolves) each side is smooth, so each side's two families agree, while
+    right and left differ by the same amount at both families' steps: that
+    is the test (a smooth f's right-minus-left shrinks like h³ between them).
+    The central estimate there is the two sides' mean, right for neither.
+    """
+    r = RATIO
+    sig = onp.asarray(sigma, dtype=float)
+    sig = sig if sig.ndim == 2 else sig[None, :]
+    hk = h[:, None]
+    with onp.errstate(all="ignore"):
+        sides = []
+        for rows, sign in ((_PLUS, 1.0), (_MINUS, -1.0)):
+            slope = [
+                sign * (F[:, q] - y0[None, :]) / (c * hk) for q, c in zip(rows, (1, 0.5, r, r / 2))
+            ]
+            ext_a = 2 * slope[1] - slope[0]
+            ext_b = 2 * slope[3] - slope[2]
+            arithmetic = 8 * onp.finfo(float).eps * onp.max(onp.abs(onp.array(slope)), axis=0)
+            # weights (4, -1, -3)/(c h) on f(x + c h/2), f(x + c h), f(x), at c = r
+            noise = NOISE_SIGMAS * sig * float(onp.sqrt(26.0)) / (r * hk) + arithmetic
+            trunc = 2 * r**2 / (1 - r**2) * onp.abs(ext_a - ext_b)
+            sides.append((ext_b, ext_a, trunc + noise, noise))
+        (rb, ra, er, nr), (lb, la, el, nl) = sides
+        gap_a, gap_b = ra - la, rb - lb
+        same_gap = onp.abs(gap_a - gap_b) <= MODEL_SLACK * onp.abs(gap_b) + 2 * (nr + nl)
+        # each side known to within a fraction of the gap (a kink at a distance
+        # from the point shows as a side whose two families disagree)
+        sharp = onp.maximum(er, el) <= MODEL_SLACK * onp.abs(gap_b)
+        kink = same_gap & sharp & (onp.abs(gap_b) > FD_KINK_SAFETY * (er + el))
+        kink &= onp.isfinite(gap_b)
+    return OneSided(rb, lb, er, el, kink)
+
+
+#: How far beyond both one-sided errors their difference must stand to be a kink.
+FD_KINK_SAFETY = 2.0
 
 
 def _residual_projector(offsets) -> onp.ndarray:

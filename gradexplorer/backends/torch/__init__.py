@@ -53,6 +53,18 @@ def container(kind: str, children: list, keys: tuple, cls: Any) -> Any:
     return None  # torch follows tensors inside Python's own containers
 
 
-register_random_source(
-    "torch", torch.random.get_rng_state, torch.random.set_rng_state, torch.manual_seed
-)
+def _rng_state() -> tuple:
+    """torch's CPU generator state and, where CUDA is initialised, every device's."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def _set_rng_state(state: tuple) -> None:
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
+# torch.manual_seed seeds the CPU generator and every CUDA device's
+register_random_source("torch", _rng_state, _set_rng_state, torch.manual_seed)

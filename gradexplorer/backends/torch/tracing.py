@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 import torch.autograd.forward_ad as fwad
+from torch.overrides import TorchFunctionMode
 
 __all__ = ["VJPTrace", "trace_vjp", "trace_jvp"]
 
@@ -139,6 +140,8 @@ _OP_NAME = re.compile(r"forward AD with (\S+) that does not support it")
 
 
 def _missing_forward_rule(exc: BaseException) -> bool:
+    if isinstance(exc, MissingForwardRule):
+        return True
     return isinstance(exc, (RuntimeError, NotImplementedError)) and bool(
         _NO_FORWARD.search(str(exc))
     )
@@ -147,10 +150,40 @@ def _missing_forward_rule(exc: BaseException) -> bool:
 def _ops_without_forward(exc: BaseException) -> list[str]:
     from .recording import functions_without_jvp
 
+    if isinstance(exc, MissingForwardRule):
+        return [str(exc).split(": no forward-mode rule")[0]]
     found = _OP_NAME.search(str(exc))
     if found:
         return [found.group(1).rstrip(".")]
     return functions_without_jvp() or ["an operation"]
+
+
+class MissingForwardRule(RuntimeError):
+    """A custom op gave no tangent where its input had one (torch says nothing)."""
+
+
+class _TangentWatch(TorchFunctionMode):
+    """Notes the custom ops (``torch.library``) whose floating outputs come back
+    without a tangent although an input has one: torch silently drops the
+    tangent of an op that has no forward-mode rule."""
+
+    def __init__(self):
+        super().__init__()
+        self.missing: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if isinstance(func, torch._ops.OpOverload) and func.namespace != "aten":
+            ins = [a for a in args if isinstance(a, torch.Tensor)]
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            if any(_has_tangent(a) for a in ins) and any(
+                isinstance(o, torch.Tensor) and o.is_floating_point() and not _has_tangent(o)
+                for o in outs
+            ):
+                name = f"{func.namespace}::{func._opname}"
+                if name not in self.missing:
+                    self.missing.append(name)
+        return out
 
 
 def _forward(F, leaves, tangents):
@@ -159,10 +192,15 @@ def _forward(F, leaves, tangents):
             fwad.make_dual(torch.as_tensor(x).detach(), torch.as_tensor(t).to(x.dtype))
             for x, t in zip(leaves, tangents)
         ]
-        out = F(*duals)
+        with _TangentWatch() as watch:
+            out = F(*duals)
         primal, tangent = fwad.unpack_dual(out)
         value = primal.detach().clone()
         tangent = torch.zeros_like(value) if tangent is None else tangent.detach().clone()
+    if watch.missing:
+        raise MissingForwardRule(
+            f"{', '.join(watch.missing)}: no forward-mode rule (torch returned no tangent)"
+        )
     return value, tangent
 
 

@@ -1,0 +1,84 @@
+"""Stage one of the full check: the analytic Jacobian by reverse mode, and how
+well that rule is known (linear in its cotangent? repeatable?).
+
+Reverse mode builds the Jacobian row by row from unit cotangents. A VJP that
+is not linear in its cotangent still builds a right matrix that way, so a
+random cotangent is compared with the rows it should combine; an adaptive
+rule (an ODE adjoint, a solver) shows a small inexactness everywhere and is
+judged to that precision; a backward pass that differs run to run (atomics)
+is measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as onp
+
+from .determinism import RUNS, backward_spread
+from .options import Options
+from .problem import Problem
+from .progress import analytic_ready
+from .rules import linearity_gap, precision_note, reverse_rows, rule_precision, vjp_rule
+
+__all__ = ["Reverse", "reverse_stage"]
+
+
+@dataclass
+class Reverse:
+    """The reverse-mode Jacobian and what is known of the rule that made it."""
+
+    A: onp.ndarray  # (m, n)
+    y: onp.ndarray  # f's value as the AD system computed it
+    vjp: Callable[[onp.ndarray], onp.ndarray]
+    trace: object
+    #: relative precision the rule earns by disagreeing with itself (0: exact)
+    precision: float
+    #: a random cotangent u, vjp(u), u·A and where they disagree beyond round-off
+    u: onp.ndarray
+    ru: onp.ndarray
+    uA: onp.ndarray
+    suspect: onp.ndarray  # (n,) bool
+    #: per column, the spread of repeated backward passes (None: deterministic)
+    jitter: onp.ndarray | None
+    jitter_rel: float | None
+    ngrad: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exact(self) -> bool:
+        """Exact and repeatable: then it may stand for forward mode where the two agree."""
+        return self.jitter is None and not self.precision
+
+
+def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
+    """Build A from unit cotangents, then test the rule's linearity and repeatability.
+
+    ``eps`` is the per-entry machine epsilon (the lower of row and column precision).
+    """
+    m, n = p.m, p.n
+    tr = p.backend.vjp(p.F, p.vs)
+    y = onp.asarray(p.backend.to_numpy(tr.value))
+    vjp = vjp_rule(tr, p.backend, y.dtype)
+    A = reverse_rows(vjp, m)
+    if opts.order == 1:
+        analytic_ready(A)
+    notes: list[str] = []
+    col_eps = eps.max(axis=0)
+    lin_ratio, lin_rel, (u, ru) = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
+    with onp.errstate(all="ignore"):
+        uA = u @ A
+        unit_gap = onp.abs(ru - uA) / (
+            256 * col_eps * (onp.abs(u) @ onp.abs(A) + onp.abs(ru)) + onp.finfo(float).tiny
+        )
+    suspect = (lin_ratio > 1) | (unit_gap > 1)
+    precision = rule_precision(lin_ratio, lin_rel)
+    if precision:
+        notes.append(precision_note(opts.rule_name, precision, "cotangent"))
+    jitter, jitter_rel, jitter_note = backward_spread(p, tr, vjp, opts.gen)
+    if jitter_note:
+        notes.append(jitter_note)
+    return Reverse(
+        A, y, vjp, tr, precision, u, ru, uA, suspect, jitter, jitter_rel, m + 3 + RUNS + 1, notes
+    )

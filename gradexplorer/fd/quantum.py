@@ -1,0 +1,95 @@
+"""Does f move in quanta? The rounding staircase of an output, measured exactly.
+
+An output computed through a large intermediate (``(1e10 + sin x) - 1e10``),
+a lower-precision accumulator (a float32 sum inside a float64 function) or a
+small difference of large terms takes only values on a grid far coarser than
+its own precision: ``ulp(1e10)`` instead of ``ulp(sin x)``. Between two grid
+points f is flat, so differences over steps narrower than a stair are exactly
+zero, and over a few stairs they carry the grid's rounding. Such an output's
+rounding floor is the grid's spacing, not its own ulp.
+
+Every float is a dyadic rational, and so is every difference of two samples:
+the smallest power of two dividing all the differences bounds the grid's
+spacing from below and, with a handful of samples, equals it.
+
+>>> import numpy as np
+>>> x = 0.3 + np.array([1.0, -0.5, 0.6, -0.3, 2.0, -1.0, 1.2, -0.6]) * 1e-4
+>>> F = ((1e10 + np.sin(x)) - 1e10)[None, :, None]   # (directions, samples, outputs)
+>>> y0 = np.array([(1e10 + np.sin(0.3)) - 1e10])
+>>> q = output_quantum(F, y0, 2.0**-52)
+>>> float(q[0]) == 2.0**-19                          # ulp(1e10)
+True
+>>> float(output_quantum(np.sin(x)[None, :, None], np.sin([0.3]), 2.0**-52)[0])
+0.0
+"""
+
+from __future__ import annotations
+
+import numpy as onp
+
+__all__ = ["output_quantum", "direction_quantum", "lowest_bit", "COARSE_BITS"]
+
+#: A grid this many times the output's own ulp (6 bits) is a staircase, not rounding.
+COARSE_BITS = 64.0
+
+
+def lowest_bit(d: onp.ndarray) -> onp.ndarray:
+    """The largest power of two dividing each float (0 for 0, NaN for non-finite).
+
+    >>> lowest_bit(onp.array([3.0, 0.75, 0.0, 5 * 2.0**-60])) * [1, 1, 1, 2.0**60]
+    array([1.  , 0.25, 0.  , 1.  ])
+    """
+    d = onp.asarray(d, dtype=float)
+    finite = onp.isfinite(d)
+    mant, exp = onp.frexp(onp.where(finite, onp.abs(d), 0.0))
+    whole = (mant * 2.0**53).astype(onp.int64)  # exact: a float64 mantissa has 53 bits
+    low = (whole & -whole).astype(float)
+    out = onp.ldexp(low, exp - 53)
+    return onp.where(finite, out, onp.nan)
+
+
+def direction_quantum(samples: onp.ndarray, y0: onp.ndarray, out_eps) -> onp.ndarray:
+    """:func:`output_quantum` along each direction alone: ``samples`` ``(k, points,
+    m)`` gives ``(k, m)``. An output that adds a smooth term to a quantized one
+    lies on the grid only along directions that leave the smooth term fixed.
+    """
+    return (
+        onp.stack([output_quantum(F, y0, out_eps) for F in samples])
+        if len(samples)
+        else (onp.zeros((0, y0.size)))
+    )
+
+
+def output_quantum(samples: onp.ndarray, y0: onp.ndarray, out_eps) -> onp.ndarray:
+    """Per output, the spacing of the grid its values lie on, where that grid is
+    at least :data:`COARSE_BITS` times coarser than the output's own ulp (else 0).
+
+    Parameters
+    ----------
+    samples : ndarray
+        f's values near the point, ``(..., m)``: any number of leading axes.
+    y0 : ndarray
+        f at the point, ``(m,)``.
+    out_eps : float or ndarray
+        The eps of each output's own precision.
+
+    Returns
+    -------
+    ndarray
+        ``(m,)``: the quantum of each output that moves in quanta, 0 elsewhere
+        (including outputs that did not move at all: no grid to see).
+    """
+    m = y0.size
+    F = onp.asarray(samples, dtype=float).reshape(-1, m)
+    with onp.errstate(all="ignore"):
+        diff = F - y0[None, :]  # exact for nearby values (Sterbenz)
+        bits = lowest_bit(diff)
+        moved = onp.isfinite(bits) & (bits > 0)
+        q = onp.min(onp.where(moved, bits, onp.inf), axis=0)
+        mag = onp.max(onp.where(onp.isfinite(F), onp.abs(F), 0.0), axis=0)
+        mag = onp.maximum(mag, onp.where(onp.isfinite(y0), onp.abs(y0), 0.0))
+        own = onp.asarray(out_eps, dtype=float) * mag
+    # two moves at least: a single difference can share trailing zeros by chance
+    enough = onp.sum(moved, axis=0) >= 2
+    coarse = enough & onp.isfinite(q) & (q >= COARSE_BITS * own) & (own > 0)
+    return onp.where(coarse, q, 0.0)

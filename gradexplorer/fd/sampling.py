@@ -1,0 +1,64 @@
+"""Where finite differences sample f: steps and directions that land exactly on
+each input's grid, and the sampler that evaluates f at a stencil's points."""
+
+from __future__ import annotations
+
+import numpy as onp
+
+__all__ = ["snap_directions", "exact_steps", "Sampler", "SHRINK"]
+
+SHRINK = 8.0
+
+
+def snap_directions(vectors, h, spacing, levels) -> onp.ndarray:
+    """Directions whose every stencil point, at every shrink level, lands exactly
+    on each coordinate's grid: each component of ``h·d`` becomes a multiple of
+    ``40·8**levels`` ulps (a rounded point would add the input's own rounding
+    to f as noise the estimates do not expect)."""
+    q = 40.0 * SHRINK**levels * spacing[None, :]
+    delta = h[:, None] * vectors
+    with onp.errstate(invalid="ignore", over="ignore"):
+        n = onp.round(onp.abs(delta) / q)
+        snapped = onp.sign(delta) * onp.maximum(n, 1.0) * q
+    snapped = onp.where((delta != 0) & onp.isfinite(snapped), snapped, delta)
+    return snapped / h[:, None]
+
+
+def exact_steps(x0: onp.ndarray, h: onp.ndarray, spacing: onp.ndarray) -> onp.ndarray:
+    """Round steps to multiples of 40 ulps of each coordinate, so that every
+    offset of every scheme (h, h/2, 0.6h, 0.3h, 2h) lands exactly on a
+    representable number of that coordinate's precision."""
+    q = 40.0 * spacing
+    with onp.errstate(invalid="ignore", over="ignore"):
+        n = onp.maximum(1.0, onp.round(h / q))
+        out = n * q
+    return onp.where(onp.isfinite(out) & (out > 0), out, h)
+
+
+class Sampler:
+    """Evaluates f at the stencil points of a set of directions."""
+
+    def __init__(self, evaluate, x0, columns, vectors, chunk):
+        self.evaluate, self.x0 = evaluate, x0
+        self.columns, self.vectors = columns, vectors
+        self.chunk = chunk
+        self.nfev = 0
+
+    def __call__(self, idx: onp.ndarray, h: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
+        """Samples ``(len(idx), len(offsets), m)`` for directions idx at steps h."""
+        n_off = offsets.size
+        out = []
+        for start in range(0, idx.size, self.chunk):
+            part, hp = idx[start : start + self.chunk], h[start : start + self.chunk]
+            delta = onp.outer(hp, offsets).ravel()  # (p * n_off,)
+            pts = onp.repeat(self.x0[None], part.size * n_off, axis=0)
+            if self.columns is not None:
+                cols = onp.repeat(self.columns[part], n_off)
+                pts[onp.arange(pts.shape[0]), cols] += delta
+            else:
+                dirs = onp.repeat(self.vectors[part], n_off, axis=0)
+                pts += delta[:, None] * dirs
+            vals = onp.asarray(self.evaluate(pts), dtype=float)
+            self.nfev += pts.shape[0]
+            out.append(vals.reshape(part.size, n_off, -1))
+        return onp.concatenate(out, axis=0)
