@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
     point = _point(args.shape, args.complex, args.seed)
     try:
-        f(*point)
+        f(*[onp.array(p, copy=True) for p in point])  # on copies: the check sees a mutation
     except Exception as exc:
         shapes = ", ".join(str(s) for s in args.shape)
         print(

@@ -119,6 +119,27 @@ class _RuleTrace:
         return out
 
 
+def _callable_as(rule: Callable, name: str, expected: str, args: Sequence, kwargs: dict) -> None:
+    """A TypeError naming the calling convention when ``rule`` cannot take these
+    arguments (a rule written for another convention), before it runs."""
+    import inspect
+
+    try:
+        sig = inspect.signature(rule)
+    except (TypeError, ValueError):  # a builtin or C function: let the call speak
+        return
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(
+            f"{name} is called as {expected} (jax's convention), with f's "
+            f"{len(args)} positional argument(s) here; yours has the signature "
+            f"{name}{sig} and cannot take them ({exc}). A VJP rule is "
+            "f_vjp = lambda x: (f(x), lambda g: (g * df(x),)); a JVP rule is "
+            "f_jvp = lambda primals, tangents: (f(*primals), df(*primals) * tangents[0])."
+        ) from None
+
+
 class RuleBackend:
     """The seam's reverse and forward mode, answered by hand-written rules."""
 
@@ -179,6 +200,7 @@ class RuleBackend:
         if self.vjp_rule is None:
             return self._vjp_from_columns(F, leaves)
         call, args, kwargs = self._point(F, leaves)
+        _callable_as(self.vjp_rule, "f_vjp", "f_vjp(*args) -> (y, pullback)", args, kwargs)
         got = self.vjp_rule(*args, **kwargs)
         if not (isinstance(got, tuple) and len(got) == 2 and callable(got[1])):
             raise TypeError(
@@ -197,6 +219,13 @@ class RuleBackend:
         call, args, kwargs = self._point(F, leaves)
         tangent_leaves = _values(call.specs, [onp.asarray(t, float) for t in tangents])
         targs = _tangent_args(call, args, tangent_leaves)
+        _callable_as(
+            self.jvp_rule,
+            "f_jvp",
+            "f_jvp(primals, tangents) -> (y, y_dot), primals and tangents tuples",
+            (tuple(args), tuple(targs)),
+            kwargs,
+        )
         got = self.jvp_rule(tuple(args), tuple(targs), **kwargs)
         if not (isinstance(got, tuple) and len(got) == 2):
             raise TypeError(

@@ -16,6 +16,7 @@ from ..ad.jacobians import real_jacobian
 from ..ad.operators import grad
 from ..backends import autograd as _autograd
 from ..core.calls import check_callable, select_argument
+from ..core.outputs import output_layout
 from ..errors import GradientError
 from ..fd.jacobian import numeric_jacobian
 from .problem import as_rng
@@ -301,6 +302,7 @@ def verify_grad(
     abs_tol = _TYPE_TOL.get(dtype, 1e-4) if abs_tol is None else abs_tol
     rel_tol = _TYPE_TOL.get(dtype, 1e-4) if rel_tol is None else rel_tol
     outs = fun(*pts)
+    output_layout(outs, getattr(fun, "__name__", "fun"))  # None, a string ...: a clear error
     outs_l = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     for _ in range(n_tests):
         weights = [gen.random(onp.shape(o)) + 0.5 for o in outs_l]

@@ -13,6 +13,7 @@ from .verdicts import Verdict
 
 __all__ = [
     "noise_notes", "staircase_notes", "empty_report", "diagnose_pattern", "inconclusive_reason",
+    "domain_notes",
     "INCONCLUSIVE_SHARE", "INCONCLUSIVE_BLOCK",
 ]  # fmt: skip
 
@@ -175,3 +176,16 @@ def inconclusive_reason(p: Problem, verdicts: onp.ndarray, settled=None) -> str:
         "at another point, pass reseed= if f draws random numbers, or judge those inputs "
         "with gx.taylor_test."
     )
+
+
+def domain_notes(p: Problem) -> list[str]:
+    """Say so when f raised at points within the step (the edge of its domain)."""
+    errors = getattr(p.rmap, "domain_errors", None)
+    if not errors:
+        return []
+    exc = errors[0]
+    return [
+        f"f raised {type(exc).__name__}: {str(exc)[:120]} at points within the step of x (x "
+        "is at the edge of f's domain): entries there were estimated by one-sided "
+        "differences from the side where f is defined, or are unresolvable where neither is."
+    ]

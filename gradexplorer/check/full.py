@@ -25,6 +25,7 @@ from .analytic import Reverse, reverse_stage
 from .diagnosis import (
     INCONCLUSIVE_BLOCK,
     diagnose_pattern,
+    domain_notes,
     empty_report,
     inconclusive_reason,
     noise_notes,
@@ -178,7 +179,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     notes = list(found.notes) + _count_notes(unresolved, kinks)
     kink_rows = frozenset(e.row for e in kinks)
     notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)
-    notes += diagnose_pattern(A, N, V, p.cols) + list(p.extra_notes)
+    notes += diagnose_pattern(A, N, V, p.cols) + domain_notes(p) + list(p.extra_notes)
     why = "" if wrong else inconclusive_reason(p, verdicts, found.settled)
     outcome = Outcome.FAILED if wrong else Outcome.INCONCLUSIVE if why else Outcome.PASSED
     with onp.errstate(invalid="ignore", divide="ignore"):

@@ -86,6 +86,8 @@ class Problem:
         return out
 
     def batch(self, X: onp.ndarray) -> onp.ndarray:
+        if self.rmap is not None:  # f itself: points outside its domain give NaN rows
+            return self.rmap.batch(X)
         return onp.stack([self.evaluate_one(x) for x in X]) if len(X) else onp.zeros((0, self.m))
 
     @property
@@ -155,6 +157,10 @@ def build_problem(
         kind_of=backend.float_kind,
     )
     y, layout = guarded_call(call, reseed=reseed, convert=backend.to_numpy)
+    # outputs the AD system itself gives no gradient are listed, never judged
+    marks = getattr(backend, "nondifferentiable_outputs", None)
+    if marks is not None:
+        layout = layout.without(marks(call))
     specs = call.specs
     vs = [s.to_real(backend.to_numpy(v)) for s, v in zip(specs, call.values)]
     vs = [backend.to_array(v.astype(s.real_dtype)) for v, s in zip(vs, specs)]

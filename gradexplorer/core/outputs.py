@@ -22,6 +22,20 @@ class OutputLayout:
     specs: tuple  # a Leaf per differentiable output leaf, None for a constant leaf
     constants: tuple = ()  # (label, reason)
 
+    def without(self, marked: Sequence[tuple[int, str]]) -> OutputLayout:
+        """This layout with the leaves at the ``(position, reason)`` pairs made
+        constants (not differentiated, listed with the reason)."""
+        if not marked:
+            return self
+        specs, constants = list(self.specs), list(self.constants)
+        for k, reason in marked:
+            if specs[k] is not None:
+                constants.append((specs[k].name, reason))
+                specs[k] = None
+        if not any(s is not None for s in specs):
+            return self  # nothing would be left to check: judge them all after all
+        return OutputLayout(self.tree, tuple(specs), tuple(constants))
+
     @property
     def leaves(self) -> list[Leaf]:
         return [s for s in self.specs if s is not None]

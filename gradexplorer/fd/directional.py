@@ -171,7 +171,9 @@ def directional_derivatives(
         lvl = combine(scheme, F, y0, hv, sigma)
         lvl.consistent &= smooth
         if sides is not None and track_sides:  # a kink *at the point*: never at grown steps
-            sides.update(idx, one_sided(F, y0, hv, sigma), lvl.consistent)
+            seen = one_sided(F, y0, hv, sigma)
+            sides.update(idx, seen, lvl.consistent)
+            sides.update_edge(idx, seen, lvl.finite)
         return lvl
 
     structured = nm.structured
@@ -308,6 +310,12 @@ def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, si
             est = onp.where(kink, 0.5 * (right + left), est)
             err = onp.where(kink, 0.5 * onp.abs(right - left) + side_err, err)
         reason[kink] = Unresolvable.KINK
+    if sides is not None:
+        # at a domain's edge (f not finite, or raising, on one side of x): one-sided
+        edge = (reason == Unresolvable.NOT_FINITE_NEARBY) & onp.isfinite(sides.edge_err)
+        est = onp.where(edge, sides.edge_est, est)
+        err = onp.where(edge, sides.edge_err, err)
+        reason[edge] = Unresolvable.RESOLVED
     reason[:, y_bad] = Unresolvable.NOT_FINITE_AT_POINT
     err = onp.where(y_bad[None, :], onp.inf, err)
     return Directional(

@@ -53,6 +53,21 @@ class Sides:
         self.right, self.left, self.err = nan.copy(), nan.copy(), nan.copy()
         self.kink = onp.zeros((k, m), bool)
         self.confirmed = onp.zeros((k, m), bool)
+        #: where f is not finite (or raises) on one side only: the other side's estimate
+        self.edge_est, self.edge_err = nan.copy(), onp.full((k, m), onp.inf)
+
+    def update_edge(self, idx: onp.ndarray, seen, finite: onp.ndarray) -> None:
+        """Keep, where a level's samples are not all finite but one side's are, the
+        sharper one-sided estimate from the finite side (a domain's edge)."""
+        if seen.right_finite is None:
+            return
+        for side, ok, err in (
+            (seen.right, seen.right_finite, seen.err_right),
+            (seen.left, seen.left_finite, seen.err_left),
+        ):
+            take = ~finite & ok & (err < self.edge_err[idx])
+            self.edge_est[idx] = onp.where(take, side, self.edge_est[idx])
+            self.edge_err[idx] = onp.where(take, err, self.edge_err[idx])
 
     def update(self, idx: onp.ndarray, seen, consistent: onp.ndarray) -> None:
         was = self.kink[idx]

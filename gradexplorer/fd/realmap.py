@@ -34,6 +34,8 @@ class RealMap:
         if self._in is not None and backend.capabilities.numpy_arrays:
             self._in = self._out = None
         self.specs: list[Leaf] = call.specs
+        #: the first error f raised at a point near x (its domain's edge), if any
+        self.domain_errors: list[BaseException] = []
         self.bounds = onp.cumsum([0] + [s.real_size for s in self.specs])
         # the common case (one real array in, one real array out) skips the general
         # unpacking: per-call overhead matters when f is cheap and called 10^4 times
@@ -81,6 +83,10 @@ class RealMap:
         return map_leaves(self._out, y) if self._out is not None else y
 
     def __call__(self, v: onp.ndarray) -> onp.ndarray:
+        return self._realified(self._raw(v))
+
+    def _raw(self, v: onp.ndarray) -> Any:
+        """f's output at v, as numpy (what f itself raises propagates from here)."""
         self._seed()
         if self._simple:
             spec, call = self.specs[0], self.call
@@ -94,24 +100,47 @@ class RealMap:
                 args = list(call.args)
                 args[slot] = x
                 y = call.f(*args, **call.kwargs)
-            if self._out is not None:
-                y = self._out(y)
-            if (
-                type(y) is onp.ndarray
-                and y.dtype.kind == "f"
-                and y.shape == self.layout.leaves[0].shape
-            ):
-                return y.astype(float, copy=False).ravel()
-        else:
-            y = self.call(*self.leaves(v))
-            if self._out is not None:
-                y = map_leaves(self._out, y)
+            return self._out(y) if self._out is not None else y
+        y = self.call(*self.leaves(v))
+        return map_leaves(self._out, y) if self._out is not None else y
+
+    def _realified(self, y: Any) -> onp.ndarray:
+        if (
+            self._simple
+            and type(y) is onp.ndarray
+            and y.dtype.kind == "f"
+            and y.shape == self.layout.leaves[0].shape
+        ):
+            return y.astype(float, copy=False).ravel()
         self.layout.check(y, " between evaluations")
         with onp.errstate(all="ignore"):
             return onp.asarray(self.layout.realify(y), dtype=float)
 
     def batch(self, X: onp.ndarray) -> onp.ndarray:
-        return onp.stack([self(x) for x in X]) if len(X) else onp.zeros((0, self.layout.real_size))
+        """f at each point (rows of X). A point where f raises (outside its domain:
+        a probability above 1, a log of a negative) gives a row of NaN, and the
+        first such error is kept in ``domain_errors``; f raising at every point
+        is an error of f's, raised as it is."""
+        if not len(X):
+            return onp.zeros((0, self.layout.real_size))
+        rows: list = []
+        failed: list[BaseException] = []
+        for x in X:
+            try:
+                y = self._raw(x)
+            except Exception as exc:  # f's own error at this point
+                failed.append(exc)
+                rows.append(None)
+                continue
+            rows.append(self._realified(y))
+        if failed:
+            if len(failed) == len(rows):
+                raise failed[0]
+            if not self.domain_errors:
+                self.domain_errors.append(failed[0])
+            nan = onp.full(self.layout.real_size, onp.nan)
+            rows = [nan if r is None else r for r in rows]
+        return onp.stack(rows)
 
     def vectorized(self, X: onp.ndarray) -> onp.ndarray:
         leaves = []

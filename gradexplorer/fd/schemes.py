@@ -176,6 +176,9 @@ class OneSided:
     err_right: onp.ndarray
     err_left: onp.ndarray
     kink: onp.ndarray  # (k, m) bool
+    #: every sample on that side finite (at a domain's edge one side is not)
+    right_finite: onp.ndarray | None = None
+    left_finite: onp.ndarray | None = None
 
 
 #: Rows of the Richardson stencil's samples: (+h, +h/2, +rh, +rh/2) and their mirrors.
@@ -219,7 +222,13 @@ def one_sided(F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray, sigma) -> OneSide
         sharp = onp.maximum(er, el) <= MODEL_SLACK * onp.abs(gap_b)
         kink = same_gap & sharp & (onp.abs(gap_b) > FD_KINK_SAFETY * (er + el))
         kink &= onp.isfinite(gap_b)
-    return OneSided(rb, lb, er, el, kink)
+        fin_r = (
+            onp.all(onp.isfinite(F[:, list(_PLUS)]), axis=1) & onp.isfinite(rb) & onp.isfinite(er)
+        )
+        fin_l = (
+            onp.all(onp.isfinite(F[:, list(_MINUS)]), axis=1) & onp.isfinite(lb) & onp.isfinite(el)
+        )
+    return OneSided(rb, lb, er, el, kink, fin_r, fin_l)
 
 
 #: How far beyond both one-sided errors their difference must stand to be a kink.

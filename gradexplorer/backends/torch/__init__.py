@@ -13,7 +13,17 @@ import torch
 
 from ...core.guards import register_random_source
 from ..base import Capabilities
-from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
+from .arrays import (
+    cast,
+    float_kind,
+    nondifferentiable_outputs,
+    np,
+    owns,
+    prepare,
+    session,
+    to_array,
+    to_numpy,
+)
 from .recording import (
     definition_site,
     op_eval,
@@ -30,6 +40,7 @@ __all__ = [
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
     "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace",
+    "nondifferentiable_outputs",
 ]  # fmt: skip
 
 capabilities = Capabilities(eager_record=True, devices=True, batching=True)

@@ -20,11 +20,17 @@ import torch
 from ...core.tree import float_kind as core_float_kind
 from ..base import Prepared, promote_arguments, promotion_note
 
-__all__ = ["np", "owns", "to_array", "to_numpy", "cast", "float_kind", "prepare", "session"]
+__all__ = [
+    "np", "owns", "to_array", "to_numpy", "cast", "float_kind", "prepare", "session", "dense",
+    "nondifferentiable_outputs",
+]  # fmt: skip
 
 
 def _as_tensor(x: Any) -> torch.Tensor:
-    return x if isinstance(x, torch.Tensor) else torch.as_tensor(onp.asarray(x))
+    if isinstance(x, torch.Tensor):
+        # a sparse output is checked as its dense values (to_dense keeps the graph)
+        return x.to_dense() if x.layout != torch.strided else x
+    return torch.as_tensor(onp.asarray(x))
 
 
 def _cat(parts) -> torch.Tensor:
@@ -55,13 +61,26 @@ def to_array(a: Any) -> Any:
 
 
 def to_numpy(x: Any) -> Any:
-    """A tensor as a fresh numpy array (bfloat16 via float32); others pass through."""
+    """A tensor as a fresh numpy array (bfloat16 via float32); others pass through.
+
+    Sparse tensors are densified and a ZeroTensor (torch's lazily-zero gradient)
+    materialized: their values are what the checker compares."""
     if not isinstance(x, torch.Tensor):
         return x
+    x = dense(x)
     t = x.detach().cpu().resolve_conj().resolve_neg()
     if t.dtype == torch.bfloat16 or (t.dtype == torch.complex32):
         t = t.to(torch.complex64 if t.is_complex() else torch.float32)
     return t.numpy().copy()
+
+
+def dense(x: torch.Tensor) -> torch.Tensor:
+    """x as an ordinary strided tensor (sparse densified, a ZeroTensor materialized)."""
+    if x.layout != torch.strided:
+        x = x.to_dense()
+    if x._is_zerotensor():
+        x = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
+    return x
 
 
 def cast(x: Any, dtype: str) -> torch.Tensor:
@@ -73,6 +92,12 @@ def float_kind(x: Any) -> str:
     """As :func:`gradexplorer.core.tree.float_kind`, for torch: tensors are
     differentiable; Python numbers and numpy arrays are constants to torch."""
     if isinstance(x, torch.Tensor):
+        if x.layout != torch.strided:
+            raise TypeError(
+                f"gradexplorer checks dense tensors; this input is sparse ({x.layout}). Pass "
+                "x.to_dense() (if f needs a sparse input, check lambda d: f(d.to_sparse()) at "
+                "x.to_dense(): the derivative with respect to every stored and unstored entry)."
+            )
         return core_float_kind(x)
     if isinstance(x, (float, complex)) or (isinstance(x, onp.ndarray) and x.dtype.kind in "fc"):
         what = "a Python number" if isinstance(x, (float, complex)) else "a numpy array"
@@ -133,3 +158,32 @@ def copy_module(module: torch.nn.Module, promote: bool) -> torch.nn.Module:
     """A private copy (in float64 when promoting): the user's module is never touched."""
     twin = copy.deepcopy(module)
     return twin.double() if promote else twin
+
+
+def nondifferentiable_outputs(call: Any) -> list[tuple[int, str]]:
+    """Output leaves torch gives no gradient (by position in the flattened
+    output): float tensors that come back with ``requires_grad=False`` while
+    the inputs require it — an op's outputs its autograd formula marks
+    non-differentiable (``native_layer_norm``'s mean and rstd), or outputs
+    that do not depend on the inputs at all. They are not judged."""
+    from ...core.tree import flatten
+
+    leaves = [
+        v.detach().requires_grad_(True)
+        if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
+        else v
+        for v in call.values
+    ]
+    if not any(isinstance(v, torch.Tensor) and v.requires_grad for v in leaves):
+        return []
+    with torch.enable_grad():
+        y = call(*leaves)
+    out, _ = flatten(y)
+    return [
+        (k, "torch returns it without a gradient (requires_grad=False): marked "
+         "non-differentiable by its op, or independent of the inputs")
+        for k, leaf in enumerate(out)
+        if isinstance(leaf, torch.Tensor)
+        and (leaf.is_floating_point() or leaf.is_complex())
+        and not leaf.requires_grad
+    ]  # fmt: skip
