@@ -10,6 +10,7 @@ import numpy as onp
 
 from ..fd.directional import directional_derivatives
 from ..fd.noise import NoiseModel
+from ..fd.steps import step_ratio
 from .judging import FD_SAFETY, RTOL_ULPS
 from .problem import Problem
 from .rules import flat
@@ -76,18 +77,30 @@ class FastContext:
     def row_noise(self) -> NoiseModel:
         return self.noise.take(slice(0, self.y0.size))
 
-    def fd(self, d: onp.ndarray, evaluate=None, noise=None, y0=None) -> Along:
+    def fd(
+        self, d: onp.ndarray, evaluate=None, noise=None, y0=None, outputs=None, method=None
+    ) -> Along:
         """J d by differences, settled as soon as it is consistent: these
-        tests only steer the search, every reported entry is judged alone."""
+        tests only steer the search, every reported entry is judged alone.
+        ``outputs`` (row indices) keeps only those rows, and spends no time on
+        the others (f still computes them)."""
         evaluate = evaluate or self.p.batch
+        y0 = self.y0 if y0 is None else y0
+        noise = self.row_noise if noise is None else noise
+        if outputs is not None:
+            full = evaluate
+            evaluate = lambda X: full(X)[:, outputs]  # noqa: E731
+            y0, noise = y0[outputs], noise.take(outputs)
+        method = method or self.method
+        base = self.base * step_ratio(method, float(self.col_eps.max()), self.method)
         res = directional_derivatives(
             evaluate,
             self.x0,
-            self.y0 if y0 is None else y0,
-            self.row_noise if noise is None else noise,
-            onp.array([self.base]),
+            y0,
+            noise,
+            onp.array([base]),
             vectors=d[None, :],
-            method=self.method,
+            method=method,
             balance=onp.inf,
             spacing=self.spacing,
             coord_eps=self.col_eps,

@@ -36,7 +36,7 @@ def locate_entries(ctx: FastContext, u: onp.ndarray, jd: Along) -> list[Entry]:
         A = onp.array([ctx.vjp(onp.eye(1, jd.est.size, i)[0]) for i in rows])
         # only the columns in [lo, hi): a NaN elsewhere in a row must not spread
         entries = _bisect_columns(
-            ctx, rows, lambda dS, lo, hi: A[:, lo:hi] @ dS[lo:hi], Comparison.VJP, jd.d
+            ctx, rows, lambda dS, lo, hi: A[:, lo:hi] @ dS[lo:hi], Comparison.VJP, jd.d, jd
         )
     if not entries:
         entries = _columns_then_rows(ctx, u)
@@ -55,12 +55,14 @@ def _bisect_rows(ctx: FastContext, u: onp.ndarray, jd: Along) -> onp.ndarray:
     resolved = onp.isfinite(jd.err)
     est = onp.where(resolved, jd.est, 0.0)
     err = onp.where(resolved, jd.err, 0.0)
+    abs_d = onp.abs(jd.d)
+    scratch = onp.empty_like(abs_d)  # |r|, without a new array per node
 
     def node(lo, hi, r):
         w = u[lo:hi]
         analytic = float(r @ jd.d)
         numeric = float(w @ est[lo:hi])
-        mag = float(onp.abs(r) @ onp.abs(jd.d))
+        mag = float(onp.abs(r, out=scratch) @ abs_d)
         if hi - lo == 1:
             tol = allowed(abs(u[lo]) * err[lo], rt[lo], mag, ctx.atol)
             return resolved[lo] and not abs(analytic - numeric) <= tol
@@ -98,7 +100,12 @@ INFER_ABOVE = 4096
 
 
 def _bisect_columns(
-    ctx: FastContext, rows: onp.ndarray, analytic_along, kind: str, d_full: onp.ndarray
+    ctx: FastContext,
+    rows: onp.ndarray,
+    analytic_along,
+    kind: str,
+    d_full: onp.ndarray,
+    whole: Along | None = None,
 ) -> list[Entry]:
     """Entries (i, j), i in rows, by halving the direction's support; each
     located column is then compared entry by entry."""
@@ -109,21 +116,32 @@ def _bisect_columns(
 
     def measure(lo, hi):
         """Per row: the analytic-minus-numeric gap along d restricted to [lo, hi),
-        and its allowance."""
+        and its allowance. Central differences (4 evaluations) first; Richardson
+        (8) only where their verdict is not clear by a factor of 3 either way:
+        these tests only steer the search."""
         dS = onp.zeros(n)
         dS[lo:hi] = d_full[lo:hi]
-        res = ctx.fd(dS)
+        node = _gap(ctx.fd(dS, outputs=rows, method="central"), lo, hi)
+        gap, tol = node
+        clear = onp.all(onp.abs(gap) > 3 * tol) | onp.all(onp.abs(gap) * 3 < tol)
+        if clear and bool(onp.all(onp.isfinite(tol))):
+            return node
+        return _gap(ctx.fd(dS, outputs=rows), lo, hi)
+
+    def _gap(res, lo, hi):
         a = analytic_along(res.d, lo, hi)
-        gap = a - res.est[rows]
-        tol = allowed(res.err[rows], rt, onp.abs(a), ctx.atol)
-        known = onp.isfinite(res.err[rows])
+        gap = a - res.est
+        tol = allowed(res.err, rt, onp.abs(a), ctx.atol)
+        known = onp.isfinite(res.err)
         return onp.where(known, gap, 0.0), onp.where(known, tol, onp.inf)
 
     def fails(node):
         gap, tol = node
         return bool(onp.any(~(onp.abs(gap) <= tol)))  # NaN fails too
 
-    stack = [(0, n, measure(0, n))]
+    # the whole direction was measured already, for every row, by the projection
+    top = Along(d_full, whole.est[rows], whole.err[rows]) if whole is not None else None
+    stack = [(0, n, _gap(top, 0, n) if top is not None else measure(0, n))]
     while stack and cols_found < ctx.budget:
         lo, hi, node = stack.pop()
         if not fails(node):
@@ -138,11 +156,12 @@ def _bisect_columns(
         left = measure(lo, mid)
         right = None
         if n > INFER_ABOVE:
+            # parent minus left: where only one of the two fails, it says which half
+            # holds the failure; where both seem to, the right half is measured (a
+            # second wrong column, or the two measurements' errors adding up)
             inferred = (node[0] - left[0], node[1] + left[1])
-            if fails(inferred):
+            if fails(inferred) != fails(left):
                 right = inferred
-            elif fails(left):
-                right = inferred  # the left half explains the parent
         if right is None:
             right = measure(mid, hi)
         stack.append((mid, hi, right))

@@ -184,7 +184,7 @@ def directional_derivatives(
     balance = BALANCE if balance is None else balance
     # an entry at a kink is confirmed at a smaller step (a kink merely near the
     # point leaves the stencil as it shrinks)
-    settled = ok & (first.trunc <= balance * first.noise) & ~kinked(sides)
+    settled = ok & ((first.trunc <= balance * first.noise) | onp.isinf(balance)) & ~kinked(sides)
     has = ok.copy()  # a trustworthy (consistent) estimate exists
     nonfinite = ~first.finite
     y_bad = ~onp.isfinite(y0)
@@ -215,7 +215,8 @@ def directional_derivatives(
     # --- grow where an entry is settled on noise alone but poorly known
     hg = h.copy()
     limit = onp.zeros(k) if grow_to is None else onp.asarray(grow_to, dtype=float)
-    for _ in range(max_grow + 1):
+    # an estimate that only steers a search (balance=inf) is not refined further
+    for _ in range(0 if onp.isinf(balance) else max_grow + 1):
         scale = onp.max(onp.abs(onp.where(has, est, 0.0)), axis=1, initial=0.0)
         # "poorly known" relative to what the direction's precision can give at best
         poor_rel = onp.maximum(POOR, POOR_ULPS * dir_eps)[:, None]

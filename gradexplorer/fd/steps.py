@@ -46,6 +46,18 @@ def default_step(x: Any, method: str = "richardson") -> onp.ndarray:
     return _BASE_STEP[method][rdt.itemsize] * onp.maximum(scale, floor)
 
 
+def step_ratio(method: str, eps: float, to: str = "richardson") -> float:
+    """The default step of ``method`` over that of ``to``, at the precision whose
+    epsilon is ``eps``.
+
+    >>> step_ratio("central", float(onp.finfo(float).eps)) == 2.0**-9
+    True
+    """
+    size = {onp.finfo(t).eps: onp.dtype(t).itemsize for t in (onp.float16, onp.float32, float)}
+    nbytes = size.get(eps, 8)
+    return _BASE_STEP[method][nbytes] / _BASE_STEP[to][nbytes]
+
+
 def _check_method(method: str) -> None:
     if method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}; got {method!r}.")
