@@ -34,6 +34,8 @@ from ..core.calls import Call, bind_call, check_callable, has_var_positional, pa
 from ..core.outputs import nonfinite_summary as _nonfinite
 from ..core.tree import flatten, float_kind, leaf_of, unflatten
 from ..errors import NonFiniteWarning
+from . import native
+from .cotangents import check_dy as _check_dy
 from .disconnected import (
     DISCONNECTED,
     DISCONNECTED_CHOICES,
@@ -91,29 +93,6 @@ def _out_name(path, kind):
     from ..core.outputs import output_name
 
     return output_name(path, kind)
-
-
-def _check_dy(y_value: Any, dy: Any) -> list:
-    """Validate cotangent(s) against f's output structure; returns one array
-    (or None = ones) per output leaf."""
-    ys, tree = flatten(y_value)
-    if dy is None:
-        return [None] * len(ys)
-    dys, dtree = flatten(dy)
-    if dtree != tree and not (tree.is_leaf and dtree.is_leaf):
-        raise ValueError(
-            f"dy must be shaped like f's output: f returned {tree.describe()} "
-            f"({len(ys)} array(s)), dy is {dtree.describe()} ({len(dys)} array(s)). Pass "
-            "one cotangent per output, in the same structure."
-        )
-    for k, (yk, dk) in enumerate(zip(ys, dys)):
-        if onp.shape(dk) != onp.shape(getval(yk)):
-            where = "" if tree.is_leaf else f"[{k}]"
-            raise ValueError(
-                f"dy{where} has shape {onp.shape(dk)}, but f's output{where} has shape "
-                f"{onp.shape(getval(yk))}; pass a cotangent shaped exactly like the output."
-            )
-    return dys
 
 
 def _weighted_sum(y: Any, dys: list) -> Any:
@@ -187,6 +166,11 @@ def grad(
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
+        system = native.system_for(f, args, kwargs)
+        if system is not None:
+            return native.grad(
+                system, f, wrt, args, kwargs, disconnected_inputs, return_disconnected
+            )
         call = prepare_call(f, wrt, args, kwargs)
         tr = trace_vjp(call, call.values)
         y = _value_of(tr.value)
@@ -253,6 +237,9 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
 
     @functools.wraps(f)
     def value_and_grad_f(*args, dy=None, **kwargs):
+        system = native.system_for(f, args, kwargs)
+        if system is not None:
+            return native.value_and_grad(system, f, wrt, args, kwargs, dy)
         call = prepare_call(f, wrt, args, kwargs)
         captured = {}
 
@@ -318,6 +305,9 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
                 f"output; got {len(args)} arguments in all."
             )
         xs, dys = list(args[:n_inputs]), list(args[n_inputs:])
+        system = native.system_for(f, xs, {})
+        if system is not None:
+            return native.gradient_function(system, f, n_inputs, xs, dys)
         call = prepare_call(f, tuple(range(n_inputs)), xs, {})
 
         def scalarized(*leaves):

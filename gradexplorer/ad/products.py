@@ -11,6 +11,7 @@ import numpy as onp
 from ..backends.autograd import getval, trace_jvp, trace_vjp
 from ..core.calls import check_callable
 from ..core.tree import flatten, unflatten
+from . import native, native_dense
 from .operators import _check_dy, _value_of, _weighted_sum, prepare_call
 
 __all__ = ["Lop", "Rop", "format_as"]
@@ -36,6 +37,12 @@ def Lop(f: Callable, x: Any, v: Any) -> Any:
     check_callable(f)
     if v is None:
         raise ValueError("Lop needs v, shaped like f's output; got None.")
+    is_list, is_tuple = isinstance(x, list), isinstance(x, tuple)
+    xs = list(x) if (is_list or is_tuple) else [x]
+    system = native.system_for(f, xs, {})
+    if system is not None:
+        per_arg = native.Lop(system, f, xs, v)
+        return format_as(is_list, is_tuple, per_arg if (is_list or is_tuple) else per_arg[0])
     call, is_list, is_tuple = _as_call(f, x)
 
     def scalarized(*leaves):
@@ -59,6 +66,12 @@ def Rop(f: Callable, x: Any, v: Any) -> Any:
     array([2., 4.])
     """
     check_callable(f)
+    is_list, is_tuple = isinstance(x, list), isinstance(x, tuple)
+    system = native.system_for(f, list(x) if (is_list or is_tuple) else [x], {})
+    if system is not None:
+        xs = list(x) if (is_list or is_tuple) else [x]
+        vs = list(v) if (is_list or is_tuple) else [v]
+        return native_dense.Rop(system, f, xs, vs, is_list or is_tuple)
     call, is_list, is_tuple = _as_call(f, x)
     vs = list(v) if (is_list or is_tuple) else [v]
     if len(vs) != len(call.selected):

@@ -13,6 +13,7 @@ import torch
 
 from ...core.guards import register_random_source
 from ..base import Capabilities
+from . import operators
 from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
 from .recording import (
     definition_site,
@@ -29,10 +30,10 @@ __all__ = [
     "name", "capabilities", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value",
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
-    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace",
+    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "operators",
 ]  # fmt: skip
 
-capabilities = Capabilities(eager_record=True, devices=True, batching=True)
+capabilities = Capabilities(eager_record=True, operators=True, devices=True, batching=True)
 name = "torch"
 vjp = trace_vjp
 
