@@ -134,9 +134,13 @@ def cotangents_per_output(y: Any, static: tuple, dys: Any) -> Any:
     return weighted_sum(y, ("gradient_function",), dy)
 
 
-def warn_nonfinite(system: Any, y: Any, what: str = "f's output") -> None:
-    """Warn, naming the entries, when an output holds NaN or Inf (a reduction on
-    the device; only a non-finite leaf is copied to the host, to name entries)."""
+def warn_nonfinite(system: Any, y: Any, finite: bool | None = None) -> None:
+    """Warn, naming the entries, when an output holds NaN or Inf. ``finite`` is
+    the kit's own answer when it has one (True: nothing to do); else each leaf
+    is reduced on the device, and only a non-finite leaf is copied to the host,
+    to name its entries."""
+    if finite:
+        return
     kit = system.operators
     leaves, tree = flatten(y)
     values, specs = [], []
@@ -148,7 +152,7 @@ def warn_nonfinite(system: Any, y: Any, what: str = "f's output") -> None:
     summary = nonfinite_summary(values, specs)
     if summary:
         warnings.warn(
-            NonFiniteWarning(f"{what} has {summary}; derivatives there are meaningless."),
+            NonFiniteWarning(f"f's output has {summary}; derivatives there are meaningless."),
             stacklevel=4,
         )
 
@@ -159,8 +163,9 @@ def warn_nonfinite(system: Any, y: Any, what: str = "f's output") -> None:
 def grad(system, f, wrt, args, kwargs, disconnected_inputs, return_disconnected) -> Any:
     """:func:`gradexplorer.grad` through the framework's AD."""
     call = bind(system, f, wrt, args, kwargs)
-    value, grads, connected = system.operators.value_and_grad(call, scalar_output, ("grad",), None)
-    warn_nonfinite(system, value)
+    kit = system.operators
+    value, grads, connected, finite = kit.value_and_grad(call, scalar_output, ("grad",), None)
+    warn_nonfinite(system, value, finite)
     out = finish_disconnected(
         call, grads, connected, disconnected_inputs, return_disconnected,
         as_leaves=False, stacklevel=5,
@@ -171,10 +176,10 @@ def grad(system, f, wrt, args, kwargs, disconnected_inputs, return_disconnected)
 def value_and_grad(system, f, wrt, args, kwargs, dy) -> tuple[Any, tuple]:
     """:func:`gradexplorer.value_and_grad` through the framework's AD."""
     call = bind(system, f, wrt, args, kwargs)
-    value, grads, connected = system.operators.value_and_grad(
+    value, grads, connected, finite = system.operators.value_and_grad(
         call, weighted_sum, ("value_and_grad",), dy
     )
-    warn_nonfinite(system, value)
+    warn_nonfinite(system, value, finite)
     out = finish_disconnected(call, grads, connected, "warn", "zero", as_leaves=False, stacklevel=5)
     return value, tuple(out)
 
@@ -182,7 +187,7 @@ def value_and_grad(system, f, wrt, args, kwargs, dy) -> tuple[Any, tuple]:
 def gradient_function(system, f, n_inputs: int, xs: list, dys: list) -> tuple:
     """:func:`gradexplorer.gradient_function`'s ``g`` through the framework's AD."""
     call = bind(system, f, tuple(range(n_inputs)), xs, {})
-    _, grads, _ = system.operators.value_and_grad(
+    _, grads, _, _ = system.operators.value_and_grad(
         call, cotangents_per_output, ("gradient_function",), list(dys)
     )
     return tuple(call.per_argument(grads))
@@ -191,5 +196,5 @@ def gradient_function(system, f, n_inputs: int, xs: list, dys: list) -> tuple:
 def Lop(system, f, xs: list, v: Any) -> list:
     """vᵀJ per argument of f (``xs``) through the framework's AD."""
     call = bind(system, f, tuple(range(len(xs))) if xs else 0, xs, {})
-    _, grads, _ = system.operators.value_and_grad(call, weighted_sum, ("Lop",), v)
+    _, grads, _, _ = system.operators.value_and_grad(call, weighted_sum, ("Lop",), v)
     return call.per_argument(grads)

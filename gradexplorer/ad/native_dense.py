@@ -38,8 +38,8 @@ def jacobian(system, f, wrt, args, kwargs, mode: str, holomorphic: bool) -> Any:
     call = bind(system, f, wrt, args, kwargs)
     if any(s.complex for s in call.specs) and not holomorphic:
         raise _needs_holomorphic()
-    layout, value, mats = system.operators.jacobian(call, mode)
-    warn_nonfinite(system, value)
+    layout, value, mats, finite = system.operators.jacobian(call, mode)
+    warn_nonfinite(system, value, finite)
     if any(s.complex for s in layout.leaves) and not holomorphic:
         raise _needs_holomorphic()
     return call.finish(structure(call, layout, mats, holomorphic_block))
@@ -49,8 +49,8 @@ def real_jacobian(system, f, wrt, args, kwargs, mode: str) -> Any:
     """:func:`gradexplorer.real_jacobian` through the framework's AD."""
     call = bind(system, f, wrt, args, kwargs)
     kit = system.operators
-    layout, value, mats = kit.jacobian(call, mode)
-    warn_nonfinite(system, value)
+    layout, value, mats, finite = kit.jacobian(call, mode)
+    warn_nonfinite(system, value, finite)
     per_arg = [kit.hstack(ms) if len(ms) > 1 else ms[0] for ms in blocks_by_argument(call, mats)]
     return call.finish(per_arg)
 
@@ -149,7 +149,7 @@ def real_blocks(system, f, wrt, args, kwargs) -> tuple:
             "gx.real_jacobian(f), whose columns stack the leaves."
         )
     kit = system.operators
-    layout, value, mats = kit.jacobian(call, "auto")
+    layout, _, mats, _ = kit.jacobian(call, "auto")
     if not layout.tree.is_leaf:
         raise ValueError("complex_blocks takes a function returning one array; f returns several.")
     out, spec = layout.leaves[0], call.specs[0]

@@ -48,11 +48,20 @@ def structure(call: Call, layout: OutputLayout, blocks: list, make: Callable) ->
                 continue
             r0, r1 = row_starts[k_out], row_starts[k_out + 1]
             k_out += 1
-            inner = iter([make(ospec, ispec, J[r0:r1]) for ispec, J in zip(in_specs, mats)])
+            inner = iter([make(ospec, ispec, _rows(J, r0, r1)) for ispec, J in zip(in_specs, mats)])
             leaves = [next(inner) if s is not None else None for s in sel.specs]
             per_output.append(unflatten(sel.tree, leaves))
         out.append(unflatten(layout.tree, per_output))
     return out
+
+
+def _rows(J: Any, r0: int, r1: int) -> Any:
+    """``J[r0:r1]``, J itself when that is all of it (no copy, no dispatch)."""
+    return J if r0 == 0 and r1 == J.shape[0] else J[r0:r1]
+
+
+def _shaped(a: Any, shape: tuple) -> Any:
+    return a if tuple(a.shape) == shape else a.reshape(shape)
 
 
 def holomorphic_block(ospec: Leaf, ispec: Leaf, J: Any) -> Any:
@@ -60,7 +69,7 @@ def holomorphic_block(ospec: Leaf, ispec: Leaf, J: Any) -> Any:
     real block itself, or for a complex side the derivative along the real axis
     of the input, ``d Re y/d Re x + i d Im y/d Re x`` (dy/dz for holomorphic f)."""
     if not (ospec.complex or ispec.complex):
-        return J.reshape(ospec.shape + ispec.shape)
+        return _shaped(J, ospec.shape + ispec.shape)
     d_re_x = J[:, : ispec.size]
     n = ospec.size
     dz = d_re_x[:n] + (1j * d_re_x[n:] if ospec.complex else 0)

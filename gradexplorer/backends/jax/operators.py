@@ -15,9 +15,9 @@ the conjugate.
 >>> import jax.numpy as jnp
 >>> from gradexplorer.core.calls import bind_call
 >>> call = bind_call(lambda x: jnp.sum(x**2), (jnp.array([1.0, 2.0]),), {}, 0)
->>> value, grads, connected = value_and_grad(call, lambda y, s, e: y, (), None)
->>> float(value), grads[0].tolist(), connected
-(5.0, [2.0, 4.0], (True,))
+>>> value, grads, connected, finite = value_and_grad(call, lambda y, s, e: y, (), None)
+>>> float(value), grads[0].tolist(), connected, finite
+(5.0, [2.0, 4.0], (True,), True)
 """
 
 from __future__ import annotations
@@ -67,6 +67,18 @@ def _realified(F: Callable, specs: Sequence, box: dict) -> Callable:
         return jnp.ravel(layout.realify(unflatten(tree, ys), np=jnp)), ys
 
     return Freal
+
+
+def _finite(ys: Sequence) -> Any:
+    """One flag: every float output entry is finite (computed in the program, so
+    that one boolean crosses to the host, not the outputs)."""
+    flags = [jnp.all(jnp.isfinite(y)) for y in ys if jnp.issubdtype(y.dtype, jnp.inexact)]
+    return jnp.all(jnp.stack(flags)) if flags else jnp.asarray(True)
+
+
+def _read(flag: Any) -> bool | None:
+    """The flag's value, or None inside another transform (not known yet)."""
+    return None if isinstance(flag, jax.core.Tracer) else bool(onp.asarray(flag))
 
 
 def _connected(pullback: Callable, ct: Any) -> tuple[bool, ...]:
@@ -134,9 +146,10 @@ def _explained(what: str) -> Iterator[None]:
 
 def value_and_grad(
     call: Any, scalarize: Callable, static: Any, extra: Any
-) -> tuple[Any, list, tuple[bool, ...]]:
+) -> tuple[Any, list, tuple[bool, ...], bool | None]:
     """f's value, the gradient of ``scalarize(y, static, extra)`` per
-    differentiated leaf, and whether that scalar depends on each leaf.
+    differentiated leaf, whether that scalar depends on each leaf, and whether
+    the value is finite (None: not known here).
 
     ``scalarize`` must return a real scalar; it runs while f is traced (its
     checks see shapes and dtypes). ``static`` (hashable) keys the compiled
@@ -148,19 +161,22 @@ def value_and_grad(
         L = _scalar_fn(F, scalarize, static, extra, box=box)
         s, pullback, ys = jax.vjp(L, *diff, has_aux=True)
         ct = jnp.ones_like(s)
-        return (ys, list(pullback(ct))), (box["tree"], _connected(pullback, ct))
+        out = (ys, list(pullback(ct)), _finite(ys))
+        return out, (box["tree"], _connected(pullback, ct))
 
     with _explained("gx.grad"):
-        (ys, grads), (tree, connected) = run(call, ("vjp", scalarize, static), body, extra)
-    return unflatten(tree, ys), grads, connected
+        (ys, grads, ok), (tree, connected) = run(call, ("vjp", scalarize, static), body, extra)
+    return unflatten(tree, ys), grads, connected, _read(ok)
 
 
 # ---------------------------------------------------------------- Jacobians
 
 
-def jacobian(call: Any, mode: str) -> tuple[Any, Any, list]:
-    """``(layout, value, mats)``: the real Jacobian of the realified f, one 2-D
-    ``(layout.real_size, spec.real_size)`` matrix per differentiated leaf.
+def jacobian(call: Any, mode: str) -> tuple[Any, Any, list, bool | None]:
+    """``(layout, value, mats, finite)``: the real Jacobian of the realified f,
+    one 2-D ``(layout.real_size, spec.real_size)`` matrix per differentiated
+    leaf, and whether f's value is finite (the value itself only when it is
+    not, else None).
 
     ``mode`` "rev" is ``jax.vjp`` and the pullback vmapped over the output's
     basis (``jax.jacrev``); "fwd" is ``jax.jacfwd``; "auto" picks forward mode
@@ -181,7 +197,7 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list]:
         if mode == "fwd" or (mode == "auto" and n_in < m):
             try:
                 mats, ys = jax.jacfwd(Freal, argnums=argnums, has_aux=True)(*vs)
-                return (ys, list(mats)), (box["layout"], box["tree"])
+                return (list(mats), _finite(ys)), (box["layout"], box["tree"])
             except TypeError as exc:
                 if "custom_vjp" not in str(exc):
                     raise
@@ -192,11 +208,13 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list]:
                         "falls back to reverse mode."
                     ) from None
         mats = jax.vmap(pullback)(jnp.eye(m, dtype=r.dtype))
-        return (ys, list(mats)), (box["layout"], box["tree"])
+        return (list(mats), _finite(ys)), (box["layout"], box["tree"])
 
     with _explained("gx.jacobian"):
-        (ys, mats), (layout, tree) = run(call, ("jacobian", mode), body)
-    return layout, unflatten(tree, ys), mats
+        (mats, ok), (layout, tree) = run(call, ("jacobian", mode), body)
+    finite = _read(ok)
+    # f's value only when it is not finite (to name the entries): not returned, not kept
+    return layout, (None if finite is not False else call(*call.values)), mats, finite
 
 
 def hessian(call: Any, groups: Sequence, scalarize: Callable, static: Any) -> list:

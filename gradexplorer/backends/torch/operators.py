@@ -18,13 +18,15 @@ of autograd and jax, so that the three agree.
 >>> import torch
 >>> from gradexplorer.core.calls import bind_call
 >>> call = bind_call(lambda z: (z.abs() ** 2).sum(), (torch.tensor([1 + 2j]),), {}, 0)
->>> value, grads, connected = value_and_grad(call, lambda y, s, e: y, (), None)
+>>> value, grads, connected, finite = value_and_grad(call, lambda y, s, e: y, (), None)
 >>> grads[0]                       # torch.autograd.grad gives tensor([2.+4.j])
 tensor([2.-4.j])
 """
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -86,15 +88,34 @@ def _to_real(spec, x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1)
 
 
+def _from_real(spec, v: torch.Tensor) -> torch.Tensor:
+    """A leaf from its real vector; no operation where there is nothing to do (each
+    costs ~10 us under torch.func's transforms)."""
+    if spec.complex:
+        return spec.from_real(v, np=torch_np)
+    return v if tuple(v.shape) == spec.shape else v.reshape(spec.shape)
+
+
+def _realify(layout, ys: Sequence) -> torch.Tensor:
+    parts = []
+    for y, spec in zip(ys, layout.specs):
+        if spec is None:
+            continue
+        if spec.complex:
+            parts.extend([y.real.reshape(-1), y.imag.reshape(-1)])
+        else:
+            parts.append(y if y.dim() == 1 else y.reshape(-1))
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
 def _realified(call: Any, specs: Sequence, device: torch.device, box: dict) -> Callable:
     """f of one real vector per leaf, returning one real vector; the output's
     layout, structure and leaves go to ``box``."""
 
     def Freal(*vs):
-        leaves = [s.from_real(v, np=torch_np) for s, v in zip(specs, vs)]
-        layout, ys, tree = _outputs(call(*leaves), device)
+        layout, ys, tree = _outputs(call(*[_from_real(s, v) for s, v in zip(specs, vs)]), device)
         box["layout"], box["tree"], box["ys"] = layout, tree, ys
-        return layout.realify(unflatten(tree, ys), np=torch_np).reshape(-1)
+        return _realify(layout, ys)
 
     return Freal
 
@@ -111,10 +132,11 @@ def _private(call: Any) -> tuple[list, list]:
 
 def value_and_grad(
     call: Any, scalarize: Callable, static: Any, extra: Any
-) -> tuple[Any, list, tuple[bool, ...]]:
+) -> tuple[Any, list, tuple[bool, ...], None]:
     """f's value, the gradient of ``scalarize(y, static, extra)`` per
-    differentiated leaf (gradexplorer's complex convention), and whether that
-    scalar depends on each leaf (read from the recorded graph)."""
+    differentiated leaf (gradexplorer's complex convention), whether that
+    scalar depends on each leaf (read from the recorded graph), and None (the
+    value's finiteness is asked of :func:`all_finite`)."""
     device = _device(call)
     leaves, tree = flatten(extra)
     extra = unflatten(tree, [torch.as_tensor(v, device=device) for v in leaves])
@@ -135,15 +157,16 @@ def value_and_grad(
     grads = [g.conj().resolve_conj() if spec.complex else g for g, spec in zip(grads, call.specs)]
     keep = tr.nested
     ys = [y if keep or not isinstance(y, torch.Tensor) else y.detach() for y in box["ys"]]
-    return unflatten(box["tree"], ys), grads, tr.connected
+    return unflatten(box["tree"], ys), grads, tr.connected, None
 
 
 # ---------------------------------------------------------------- Jacobians
 
 
-def jacobian(call: Any, mode: str) -> tuple[Any, Any, list]:
-    """``(layout, value, mats)``: the real Jacobian of the realified f, one 2-D
-    ``(layout.real_size, spec.real_size)`` tensor per differentiated leaf.
+def jacobian(call: Any, mode: str) -> tuple[Any, Any, list, bool]:
+    """``(layout, value, mats, finite)``: the real Jacobian of the realified f, one
+    2-D ``(layout.real_size, spec.real_size)`` tensor per differentiated leaf, and
+    whether f's value is finite (the value itself only when it is not).
 
     "rev" is ``torch.func.jacrev``, "fwd" ``torch.func.jacfwd``, "auto" picks
     forward mode when the inputs are fewer than the outputs. Without torch.func:
@@ -155,35 +178,92 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list]:
     device = vs[0].device
     box: dict = {}
     Freal = _realified(call, specs, device, box)
-    with torch.no_grad(), explained("gx.jacobian"):
-        r0 = Freal(*vs)
-    unchanged(vs, versions, specs, "gx.jacobian")
-    layout, tree, ys = box["layout"], box["tree"], box["ys"]
-    m, n = r0.numel(), sum(v.numel() for v in vs)
-    check_jacobian_size(m, n, r0.element_size())
+    n = sum(v.numel() for v in vs)
+    known = _OUTPUT_SIZES.get(call) if mode == "auto" else None
+    if known is None:  # one plain forward pass: the output's size picks the mode
+        with torch.no_grad(), explained("gx.jacobian"):
+            r0 = Freal(*vs)
+        unchanged(vs, versions, specs, "gx.jacobian")
+        known = (r0.numel(), r0.element_size())
+        _OUTPUT_SIZES.put(call, known)
+    m, itemsize = known
+    check_jacobian_size(m, n, itemsize)
     fwd = mode == "fwd" or (mode == "auto" and n < m)
     argnums = tuple(range(len(vs)))
 
     def with_func():
         make = torch.func.jacfwd if fwd else torch.func.jacrev
-        return list(make(Freal, argnums=argnums)(*vs))
+        mats, r = make(lambda *a: (lambda r: (r, r))(Freal(*a)), argnums, has_aux=True)(*vs)
+        return list(mats), r
 
     def eager():
         if fwd:
             try:
-                return forward_columns(Freal, vs, m, fallback=False)
+                mats = forward_columns(Freal, vs, m, fallback=False)
+                return mats, _realify(box["layout"], [_plain(y) for y in box["ys"]])
             except NotImplementedError as exc:
                 if mode == "fwd":
                     raise NotImplementedError(
                         f"forward mode needs a JVP rule for every operation: {exc}. Use "
                         "mode='rev', or mode='auto', which falls back to reverse mode."
                     ) from None
-        return reverse_rows(Freal, vs)
+        mats = reverse_rows(Freal, vs)
+        return mats, _realify(box["layout"], [_plain(y) for y in box["ys"]])
 
     with explained("gx.jacobian"):
-        mats = attempt(call.f, with_func, eager)
+        mats, r = attempt(call.f, with_func, eager)
     unchanged(vs, versions, specs, "gx.jacobian")
-    return layout, unflatten(tree, ys), [J.reshape(m, -1) for J in mats]
+    layout, tree = box["layout"], box["tree"]
+    finite = all_finite(r)
+    value = None
+    if not finite:  # the value, to name its entries
+        with torch.no_grad():
+            value = unflatten(tree, _outputs(call(*call.values), device)[1])
+    return layout, value, [J if J.dim() == 2 else J.reshape(m, -1) for J in mats], finite
+
+
+def _plain(y: Any) -> Any:
+    return y.detach() if isinstance(y, torch.Tensor) else y
+
+
+class _Sizes:
+    """f's output size (and itemsize) per input signature, kept weakly per f: after
+    the first call, "auto" picks its mode without a forward pass of its own."""
+
+    def __init__(self) -> None:
+        self._by_f: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @staticmethod
+    def _key(call: Any) -> Any:
+        leaves, _ = flatten((call.args, call.kwargs))
+        key = []
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor):
+                key.append((tuple(leaf.shape), leaf.dtype, leaf.device))
+            else:
+                key.append(leaf)
+        try:
+            hash(tuple(key))
+        except TypeError:
+            return None
+        return tuple(key)
+
+    def get(self, call: Any) -> tuple | None:
+        key = self._key(call)
+        try:
+            return None if key is None else self._by_f.get(call.f, {}).get(key)
+        except TypeError:
+            return None
+
+    def put(self, call: Any, size: tuple) -> None:
+        key = self._key(call)
+        if key is None:
+            return
+        with contextlib.suppress(TypeError):
+            self._by_f.setdefault(call.f, {})[key] = size
+
+
+_OUTPUT_SIZES = _Sizes()
 
 
 def _scalar_fn(call, scalarize, static, device, slots, base):
