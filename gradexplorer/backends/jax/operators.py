@@ -23,6 +23,7 @@ the conjugate.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -135,9 +136,10 @@ def _explained(what: str) -> Iterator[None]:
         ) from None
     except NOT_TRACEABLE as exc:
         raise TypeError(
-            f"{what}: f needs a concrete value of an array where jax's transforms give "
-            f"an abstract one ({type(exc).__name__}). Use jnp.where / jax.lax.cond for "
-            "branches on values and fixed shapes (no boolean masks)."
+            f"{what}: f turns an array jax is differentiating into a Python value "
+            f"(float(x), int(x), x.item(), a shape taken from values: {type(exc).__name__}); "
+            "jax's transforms see no number there. Keep it an array (x[0] rather than "
+            "float(x[0])); for a branch on values use jnp.where or jax.lax.cond."
         ) from None
 
 
@@ -186,35 +188,62 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list, bool | None]:
     specs = call.specs
     n_in = sum(s.real_size for s in specs)
 
-    def body(F, diff, extra):
-        box: dict = {}
-        Freal = _realified(F, specs, box)
-        vs = [_to_real(s, x) for s, x in zip(specs, diff)]
-        argnums = tuple(range(len(vs)))
-        r, pullback, ys = jax.vjp(Freal, *vs, has_aux=True)
-        m = r.size
-        check_jacobian_size(m, n_in, jnp.dtype(r.dtype).itemsize)
-        if mode == "fwd" or (mode == "auto" and n_in < m):
-            try:
+    def body_for(forward_ok: bool) -> Callable:
+        def body(F, diff, extra):
+            box: dict = {}
+            Freal = _realified(F, specs, box)
+            vs = [_to_real(s, x) for s, x in zip(specs, diff)]
+            r, pullback, ys = jax.vjp(Freal, *vs, has_aux=True)
+            m = r.size
+            check_jacobian_size(m, n_in, jnp.dtype(r.dtype).itemsize)
+            if forward_ok and (mode == "fwd" or (mode == "auto" and n_in < m)):
+                argnums = tuple(range(len(vs)))
                 mats, ys = jax.jacfwd(Freal, argnums=argnums, has_aux=True)(*vs)
-                return (list(mats), _finite(ys)), (box["layout"], box["tree"])
-            except TypeError as exc:
-                if "custom_vjp" not in str(exc):
-                    raise
-                if mode == "fwd":
-                    raise NotImplementedError(
-                        "forward mode cannot run: f calls a jax.custom_vjp function, which "
-                        "has no forward (JVP) rule. Use mode='rev', or mode='auto', which "
-                        "falls back to reverse mode."
-                    ) from None
-        mats = jax.vmap(pullback)(jnp.eye(m, dtype=r.dtype))
-        return (list(mats), _finite(ys)), (box["layout"], box["tree"])
+            else:
+                mats = jax.vmap(pullback)(jnp.eye(m, dtype=r.dtype))
+            return (list(mats), _finite(ys)), (box["layout"], box["tree"])
+
+        return body
+
+    def backward_only():
+        if mode == "fwd":
+            raise NotImplementedError(
+                "forward mode cannot run: f calls a jax.custom_vjp function, which has no "
+                "forward (JVP) rule. Use mode='rev', or mode='auto', which falls back to "
+                "reverse mode."
+            )
+        return run(call, ("jacobian", "rev"), body_for(False))
 
     with _explained("gx.jacobian"):
-        (mats, ok), (layout, tree) = run(call, ("jacobian", mode), body)
+        (mats, ok), (layout, tree) = _forward_or(
+            call, lambda: run(call, ("jacobian", mode), body_for(True)), backward_only
+        )
     finite = _read(ok)
     # f's value only when it is not finite (to name the entries): not returned, not kept
     return layout, (None if finite is not False else call(*call.values)), mats, finite
+
+
+#: functions that call a ``custom_vjp`` (no forward rule): forward mode is not tried again
+_BACKWARD_ONLY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _forward_or(call: Any, forward: Callable, backward: Callable) -> Any:
+    """``forward()``, else (f calls a ``custom_vjp`` function, which jax gives no
+    forward rule; under ``jit`` it says so only when the program is built)
+    ``backward()``, remembered for f."""
+    try:
+        known = _BACKWARD_ONLY.get(call.f, False)
+    except TypeError:
+        known = False
+    if not known:
+        try:
+            return forward()
+        except TypeError as exc:
+            if "custom_vjp" not in str(exc):
+                raise
+        with contextlib.suppress(TypeError):
+            _BACKWARD_ONLY[call.f] = True
+    return backward()
 
 
 def hessian(call: Any, groups: Sequence, scalarize: Callable, static: Any) -> list:
@@ -271,26 +300,32 @@ def jvp(call: Any, tangents: Sequence) -> tuple[Any, Any, Any]:
     from differentiating its backward pass)."""
     specs = call.specs
 
-    def body(F, diff, tangents):
-        box: dict = {}
-        Freal = _realified(F, specs, box)
-        vs = [_to_real(s, x) for s, x in zip(specs, diff)]
-        ts = [_to_real(s, t).astype(v.dtype) for s, t, v in zip(specs, tangents, vs)]
-        try:
-            _, t, ys = jax.jvp(Freal, tuple(vs), tuple(ts), has_aux=True)
-        except TypeError as exc:
-            if "custom_vjp" not in str(exc):
-                raise
-            r, pullback, ys = jax.vjp(Freal, *vs, has_aux=True)
+    def body_for(forward_ok: bool) -> Callable:
+        def body(F, diff, tangents):
+            box: dict = {}
+            Freal = _realified(F, specs, box)
+            vs = [_to_real(s, x) for s, x in zip(specs, diff)]
+            ts = [_to_real(s, t).astype(v.dtype) for s, t, v in zip(specs, tangents, vs)]
+            if forward_ok:
+                _, t, ys = jax.jvp(Freal, tuple(vs), tuple(ts), has_aux=True)
+            else:
+                r, pullback, ys = jax.vjp(Freal, *vs, has_aux=True)
 
-            def pairing(u):  # J t is the gradient of u -> <VJP(u), t>
-                return sum(jnp.sum(g * t) for g, t in zip(pullback(u), ts))
+                def pairing(u):  # J t is the gradient of u -> <VJP(u), t>
+                    return sum(jnp.sum(g * t) for g, t in zip(pullback(u), ts))
 
-            t = jax.grad(pairing)(jnp.zeros_like(r))
-        return (ys, t), (box["layout"], box["tree"])
+                t = jax.grad(pairing)(jnp.zeros_like(r))
+            return (ys, t), (box["layout"], box["tree"])
 
+        return body
+
+    tangents = list(tangents)
     with _explained("gx.Rop"):
-        (ys, t), (layout, tree) = run(call, ("jvp",), body, list(tangents))
+        (ys, t), (layout, tree) = _forward_or(
+            call,
+            lambda: run(call, ("jvp",), body_for(True), tangents),
+            lambda: run(call, ("jvp", "backward"), body_for(False), tangents),
+        )
     return layout, unflatten(tree, ys), t
 
 

@@ -203,9 +203,11 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list, bool]:
                 return mats, _realify(box["layout"], [_plain(y) for y in box["ys"]])
             except NotImplementedError as exc:
                 if mode == "fwd":
+                    why = str(exc).removeprefix("forward mode cannot run: ")
                     raise NotImplementedError(
-                        f"forward mode needs a JVP rule for every operation: {exc}. Use "
-                        "mode='rev', or mode='auto', which falls back to reverse mode."
+                        f"forward mode cannot run: {why} (a custom autograd.Function needs "
+                        "a jvp staticmethod). Use mode='rev', or mode='auto', which falls "
+                        "back to reverse mode."
                     ) from None
         mats = reverse_rows(Freal, vs)
         return mats, _realify(box["layout"], [_plain(y) for y in box["ys"]])
