@@ -16,6 +16,9 @@ import pytest
 import gradexplorer as gx
 from gradexplorer import gallery
 
+#: torch compiles its forward-mode decompositions with torch.jit.script on first use
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+
 SYSTEMS = []
 for _name in ("torch", "jax"):
     try:

@@ -309,7 +309,8 @@ def hvp(call: Any, scalarize: Callable, static: Any, tangents: Sequence) -> list
     device = _device(call)
     xs = [x.clone() for x in call.values]
     versions = versions_of(xs)
-    ts = [torch.as_tensor(t, device=device).to(x.dtype) for t, x in zip(tangents, xs)]
+    # private copies of the tangents too: an in-place op on a dual tensor writes both
+    ts = [torch.as_tensor(t, device=device).to(x.dtype).clone() for t, x in zip(tangents, xs)]
     slots = tuple(range(len(xs)))
     L = _scalar_fn(call, scalarize, static, device, slots, call.values)
 
@@ -332,8 +333,10 @@ def jvp(call: Any, tangents: Sequence) -> tuple[Any, Any, Any]:
     specs = call.specs
     vs, versions = _private(call)
     device = vs[0].device
-    ts = [_to_real(s, torch.as_tensor(t, device=device)).to(v.dtype)
-          for s, t, v in zip(specs, tangents, vs)]  # fmt: skip
+    ts = [
+        _to_real(s, torch.as_tensor(t, device=device)).to(v.dtype).clone()
+        for s, t, v in zip(specs, tangents, vs)
+    ]  # copies, as in hvp
     box: dict = {}
     Freal = _realified(call, specs, device, box)
 
