@@ -5,6 +5,12 @@
 Prints the time per Jacobian and the ratio other / gradexplorer (> 1 means
 gradexplorer is faster); torch's ``autograd.functional.jacobian`` and jax's jitted
 jacfwd/jacrev join the table when installed. Targets: tall >= 50x; square and wide >= 1/1.1.
+
+A second table (when torch / jax are installed) times ``gx.jacobian`` on the torch and
+the jax version of the same function against the framework called directly (the
+anchor): ``torch.func.jacrev`` / ``jacfwd`` and ``jax.jit(jax.jacrev / jacfwd)``, the
+mode gx's "auto" picks (forward for the tall case). gx / anchor is the price of gx's
+conventions (binding ``wrt``, structures, layout); target <= 1.5x.
 """
 
 import sys
@@ -54,6 +60,43 @@ def optional_rows(name, W, x):
     return rows
 
 
+def framework_rows(name, W, x):
+    """gx.jacobian on the torch / jax version of f beside the framework itself."""
+    rows = []
+    tall = W.shape[0] > W.shape[1]
+    try:
+        import torch
+
+        Wt, xt = torch.tensor(W), torch.tensor(x)
+        ft = lambda v: torch.tanh(Wt @ v) * v.sum()  # noqa: E731
+        direct = (torch.func.jacfwd if tall else torch.func.jacrev)(ft)
+        J = gx.jacobian(ft)(xt)
+        assert J.dtype == xt.dtype and J.device == xt.device
+        assert torch.allclose(J, direct(xt), rtol=1e-12, atol=1e-12)
+        t_direct = best_time(lambda: direct(xt))
+        t_gx = best_time(lambda: gx.jacobian(ft)(xt))
+        anchor = f"torch.func.{'jacfwd' if tall else 'jacrev'}"
+        rows.append((name, "torch", anchor, t_direct, t_gx))
+    except ImportError:
+        pass
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        Wj, xj = jnp.asarray(W), jnp.asarray(x)
+        fj = lambda v: jnp.tanh(Wj @ v) * jnp.sum(v)  # noqa: E731
+        direct = jax.jit((jax.jacfwd if tall else jax.jacrev)(fj))
+        J = gx.jacobian(fj)(xj)
+        assert J.dtype == xj.dtype and np.allclose(J, direct(xj), rtol=1e-5, atol=1e-6)
+        t_direct = best_time(lambda: direct(xj).block_until_ready())
+        t_gx = best_time(lambda: gx.jacobian(fj)(xj).block_until_ready())
+        anchor = f"jax.jit(jax.{'jacfwd' if tall else 'jacrev'})"
+        rows.append((name, "jax", anchor, t_direct, t_gx))
+    except ImportError:
+        pass
+    return rows
+
+
 def main():
     rows = []
     for name, (W, n) in CASES.items():
@@ -76,6 +119,20 @@ def main():
         for other, t in optional_rows(name, W, x):
             rows.append(("", "", other, f"{t * 1e3:.2f} ms", f"{t / t_gx:.2f}x"))
     print(table(rows, ("case", "gradexplorer", "other", "other's time", "other / gx")))
+    native = []
+    for name, (W, n) in CASES.items():
+        x = np.random.default_rng(1).standard_normal(n)
+        for case, system, anchor, t_direct, t_gx in framework_rows(name, W, x):
+            native.append(
+                (case, system, anchor, f"{t_direct * 1e3:.2f} ms", f"{t_gx * 1e3:.2f} ms",
+                 f"{t_gx / t_direct:.2f}x")
+            )  # fmt: skip
+    if native:
+        print()
+        print(
+            table(native, ("case", "f written with", "anchor (direct)", "anchor's time",
+                           "gx.jacobian", "gx / anchor"))
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

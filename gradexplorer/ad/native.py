@@ -30,8 +30,8 @@ from ..core.calls import Call, bind_call
 from ..core.outputs import nonfinite_summary, output_name
 from ..core.tree import flatten, float_kind, leaf_of
 from ..errors import NonFiniteWarning
+from .cotangents import check_dy as _check_dy
 from .disconnected import finish_disconnected
-from .operators import _check_dy
 
 __all__ = [
     "system_for", "bind", "grad", "value_and_grad", "gradient_function", "Lop",
