@@ -310,3 +310,13 @@ def test_no_warnings_on_a_plain_call():
         warnings.simplefilter("error")
         gx.jacobian(torch.sin)(x)
         gx.grad(lambda v: (v**2).sum())(jnp.array([1.0]))
+
+
+def test_a_framework_function_given_numpy_says_to_pass_its_arrays():
+    x = np.ones(2)
+    _raises(
+        TypeError, r"Pass jax arrays \(jnp.asarray", lambda: gx.jacobian(lambda v: jnp.tanh(v))(x)
+    )
+    assert gx.jacobian(jnp.tanh)(x).shape == (2, 2)  # a jax function by its type: jax's AD
+    _raises(TypeError, r"Pass torch tensors", lambda: gx.grad(lambda v: torch.tanh(v).sum())(x))
+    _raises(TypeError, r"Pass torch tensors", lambda: gx.Lop(lambda v: torch.sin(v), x, x))

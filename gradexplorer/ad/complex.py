@@ -74,6 +74,7 @@ class ComplexBlocks:
         return render(self, png=True)
 
 
+@native.explain_foreign
 def complex_blocks(f: Callable, *args: Any, wrt: int | str = 0, **kwargs: Any) -> ComplexBlocks:
     """Split the real Jacobian of f at ``args`` into its Re/Im blocks.
 

@@ -148,6 +148,7 @@ def jacobian(
     check_callable(f)
     _check_mode(mode)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def jac_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
@@ -191,6 +192,7 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
     check_callable(f)
     _check_mode(mode)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def real_jac_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
@@ -223,6 +225,7 @@ def hessian(f: Callable, wrt: Any = 0) -> Callable:
     """
     check_callable(f)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def hess_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
@@ -249,6 +252,7 @@ def hvp(f: Callable, wrt: int | str = 0) -> Callable:
     """
     check_callable(f)
 
+    @native.explain_foreign
     def hvp_f(*args, **kwargs):
         if not args:
             raise TypeError("hvp's function takes f's arguments followed by the vector v.")

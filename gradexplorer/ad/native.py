@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -34,9 +35,40 @@ from .cotangents import check_dy as _check_dy
 from .disconnected import finish_disconnected
 
 __all__ = [
-    "system_for", "bind", "grad", "value_and_grad", "gradient_function", "Lop",
+    "system_for", "bind", "explain_foreign", "grad", "value_and_grad", "gradient_function", "Lop",
     "scalar_output", "weighted_sum", "warn_nonfinite",
 ]  # fmt: skip
+
+
+def explain_foreign(fn: Callable) -> Callable:
+    """fn, its TypeError from a jax or torch function given numpy arrays (which
+    autograd then traces, and which jax and torch refuse) said in words."""
+
+    @functools.wraps(fn)
+    def explained(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            msg = str(exc)
+            system = (
+                "jax" if "not a valid JAX type" in msg
+                else "torch" if ("must be Tensor, not" in msg
+                                 or "w.r.t. type <class 'torch.Tensor'>" in msg)
+                else None
+            )  # fmt: skip
+            if system is None:
+                raise
+            arrays = "jax arrays (jnp.asarray(x))" if system == "jax" else (
+                "torch tensors (torch.tensor(x))")  # fmt: skip
+            raise TypeError(
+                f"f is written with {system}, but {system} was handed numpy arrays or "
+                f"autograd's traced ones ({msg.splitlines()[0][:100]}): numpy arguments are "
+                f"differentiated by gradexplorer's numpy operators (autograd), which {system} "
+                f"code cannot follow. Pass {arrays}, also for arguments held constant: "
+                f"gradexplorer then uses {system}'s own AD."
+            ) from exc
+
+    return explained
 
 
 def system_for(f: Callable, args: tuple, kwargs: dict) -> Any:

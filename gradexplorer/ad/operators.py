@@ -164,6 +164,7 @@ def grad(
     _choice(disconnected_inputs, DISCONNECTED_CHOICES, "disconnected_inputs")
     _choice(return_disconnected, RETURN_CHOICES, "return_disconnected")
 
+    @native.explain_foreign
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
@@ -235,6 +236,7 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
     """
     check_callable(f)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def value_and_grad_f(*args, dy=None, **kwargs):
         system = native.system_for(f, args, kwargs)
@@ -298,6 +300,7 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
             "n_inputs=N if f takes *args."
         )
 
+    @native.explain_foreign
     def g(*args):
         if len(args) <= n_inputs:
             raise TypeError(

@@ -24,6 +24,7 @@ def _as_call(f: Callable, x: Any):
     return call, is_list, is_tuple
 
 
+@native.explain_foreign
 def Lop(f: Callable, x: Any, v: Any) -> Any:
     """Left product ``vᵀ J(x)``: the vector-Jacobian product, shaped like x.
 
@@ -55,6 +56,7 @@ def Lop(f: Callable, x: Any, v: Any) -> Any:
     return format_as(is_list, is_tuple, per_arg if (is_list or is_tuple) else per_arg[0])
 
 
+@native.explain_foreign
 def Rop(f: Callable, x: Any, v: Any) -> Any:
     """Right product ``J(x) v``: the Jacobian-vector product, shaped like f(x).
 
