@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as onp
-
 from ..core.calls import Call
 from ..core.outputs import OutputLayout
 from ..core.tree import Leaf, unflatten
@@ -36,8 +34,13 @@ def blocks_by_argument(call: Call, mats: list) -> list[list]:
 def structure(call: Call, layout: OutputLayout, blocks: list, make: Callable) -> list:
     """Per selected argument: the output's structure, each output leaf holding
     the argument's structure of ``make(out_spec, in_spec, rows_of_block)``."""
+    if layout.tree.is_leaf and len(call.selected) == 1 and call.selected[0].tree.is_leaf:
+        (ospec,), (ispec,) = layout.specs, call.specs  # one array in, one out: no structure
+        return [make(ospec, ispec, blocks[0])]
     out = []
-    row_starts = [int(r) for r in onp.cumsum([0] + [s.real_size for s in layout.leaves])]
+    row_starts = [0]
+    for s in layout.leaves:
+        row_starts.append(row_starts[-1] + s.real_size)
     for sel, mats in zip(call.selected, blocks_by_argument(call, blocks)):
         in_specs = [s for s in sel.specs if s is not None]
         per_output = []

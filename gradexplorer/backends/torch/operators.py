@@ -193,8 +193,10 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list, bool]:
 
     def with_func():
         make = torch.func.jacfwd if fwd else torch.func.jacrev
-        mats, r = make(lambda *a: (lambda r: (r, r))(Freal(*a)), argnums, has_aux=True)(*vs)
-        return list(mats), r
+        single = len(vs) == 1  # an int argnums: torch.func's own fastest path
+        Faux = lambda *a: (lambda r: (r, r))(Freal(*a))  # noqa: E731 - the value as aux
+        mats, r = make(Faux, 0 if single else argnums, has_aux=True)(*vs)
+        return ([mats] if single else list(mats)), r
 
     def eager():
         if fwd:
