@@ -78,6 +78,10 @@ class ComplexBlocks:
 def complex_blocks(f: Callable, *args: Any, wrt: int | str = 0, **kwargs: Any) -> ComplexBlocks:
     """Split the real Jacobian of f at ``args`` into its Re/Im blocks.
 
+    With torch tensors or jax arrays the Jacobian is the framework's own
+    (``gx.real_jacobian``, on the inputs' device); the blocks of this result
+    object are numpy arrays, on the host.
+
     Examples
     --------
     >>> import autograd.numpy as anp

@@ -132,6 +132,15 @@ def jacobian(
     callable
         ``jac_f(*args, **kwargs)``.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.jacrev`` / ``jacfwd``, eager ``torch.autograd`` where torch.func
+    refuses f; ``jax.jacrev`` / ``jacfwd`` under ``jax.jit``, eagerly where ``jit``
+    cannot trace f); the results are that framework's arrays on the inputs' device, in
+    their dtype (a CUDA tensor in, CUDA tensors out: nothing is copied to the host).
+
     Examples
     --------
     >>> import autograd.numpy as anp
@@ -182,6 +191,13 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
     ``autograd.jacobian`` crashes (complex outputs) and does not depend on any
     complex-gradient convention.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it (as for
+    :func:`jacobian`); the results are that framework's arrays on the inputs' device, in
+    their dtype (a CUDA tensor in, CUDA tensors out: nothing is copied to the host).
+
     Examples
     --------
     >>> import autograd.numpy as anp
@@ -218,6 +234,15 @@ def hessian(f: Callable, wrt: Any = 0) -> Callable:
     A sequence ``wrt`` gives the tuple of diagonal blocks ``d²f/dx_i²``; a
     nested argument gives its structure of its structure of blocks.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.hessian``; ``jax.hessian`` under ``jax.jit``: forward over reverse);
+    the results are that framework's arrays on the inputs' device, in their dtype (a
+    CUDA tensor in, CUDA tensors out: nothing is copied to the host). Inputs must be
+    real there.
+
     >>> import autograd.numpy as anp
     >>> hessian(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]))
     array([[ 6.,  0.],
@@ -245,6 +270,14 @@ def hvp(f: Callable, wrt: int | str = 0) -> Callable:
     """Hessian-vector product ``fn(*args, v) -> H v`` without forming H.
 
     ``v`` has the structure of the differentiated argument.
+
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.jvp`` of ``torch.func.grad``; ``jax.jvp`` of ``jax.grad``); the
+    results are that framework's arrays on the inputs' device, in their dtype (a CUDA
+    tensor in, CUDA tensors out: nothing is copied to the host).
 
     >>> import autograd.numpy as anp
     >>> hvp(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]), anp.array([1.0, 1.0]))

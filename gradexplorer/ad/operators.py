@@ -1,6 +1,7 @@
 """Reverse-mode operators: grad, value_and_grad, gradient_function (autograd
 backend). Disconnected inputs' marker and policy live in ``disconnected``,
-Lop/Rop in ``products``, null gradients in ``nullgrad``.
+Lop/Rop in ``products``, null gradients in ``nullgrad``; functions of torch
+tensors and jax arrays go to their framework's own AD (``native``).
 
 Functions are written with ``autograd.numpy``. Arguments and outputs may be
 nested lists / tuples / dicts of arrays; gradients come back in the
@@ -154,6 +155,17 @@ def grad(
         ``grad_f(*args, **kwargs)`` with f's signature; each gradient has the
         structure of its argument.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad`` on one recorded forward pass; ``jax.vjp`` under
+    ``jax.jit``); the results are that framework's arrays on the inputs' device, in
+    their dtype (a CUDA tensor in, CUDA tensors out: nothing is copied to the host).
+    Complex inputs follow the convention above on every backend: jax's own gradient is
+    already ``dL/dRe z - i dL/dIm z``; torch's own is its conjugate (``dL/dRe z + i
+    dL/dIm z``), which gx conjugates back.
+
     Examples
     --------
     >>> g = grad(lambda x, y: x**3 * y - x * y**2, wrt=("x", "y"))
@@ -225,6 +237,16 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
         ``fn(*args, dy=None, **kwargs) -> (value, grads)``; ``grads`` is always
         a tuple, one entry per selected argument, each shaped like it.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad``; ``jax.vjp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host). ``dy`` may be numpy; it is moved to the
+    inputs' device. An ``nn.Module`` with ``wrt=None`` gives the gradients of all its
+    parameters, in ``named_parameters`` order.
+
     Examples
     --------
     >>> fn = value_and_grad(lambda x, y: x * x * x * y - x * y * y)
@@ -279,6 +301,14 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
     f's positional parameters, or ``n_inputs`` when f takes ``*args``; M is
     the length of f's output when it returns a list or tuple, else 1. Inputs
     and cotangents may be nested structures.
+
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad``; ``jax.vjp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host).
 
     Examples
     --------

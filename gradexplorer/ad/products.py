@@ -31,6 +31,14 @@ def Lop(f: Callable, x: Any, v: Any) -> Any:
     ``x`` is one array (or nested structure) or a list/tuple of them (f then
     takes them as separate arguments); ``v`` is shaped like f's output.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad``; ``jax.vjp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host).
+
     >>> import numpy as np
     >>> Lop(lambda x: 2 * x, np.ones(3), np.arange(3.0))
     array([0., 2., 4.])
@@ -62,6 +70,14 @@ def Rop(f: Callable, x: Any, v: Any) -> Any:
 
     Uses forward mode; an operation without a forward rule gets its tangent
     from its VJP.
+
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.jvp``; ``jax.jvp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host).
 
     >>> import numpy as np
     >>> Rop(lambda x: x**2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
