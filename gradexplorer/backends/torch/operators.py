@@ -179,8 +179,8 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list, bool]:
     box: dict = {}
     Freal = _realified(call, specs, device, box)
     n = sum(v.numel() for v in vs)
-    known = _OUTPUT_SIZES.get(call) if mode == "auto" else None
-    if known is None:  # one plain forward pass: the output's size picks the mode
+    known = _OUTPUT_SIZES.get(call)
+    if known is None:  # one plain forward pass: the output's size (mode, memory cap)
         with torch.no_grad(), explained("gx.jacobian"):
             r0 = Freal(*vs)
         unchanged(vs, versions, specs, "gx.jacobian")
@@ -232,7 +232,7 @@ def _plain(y: Any) -> Any:
 
 class _Sizes:
     """f's output size (and itemsize) per input signature, kept weakly per f: after
-    the first call, "auto" picks its mode without a forward pass of its own."""
+    the first call, the memory cap and "auto"'s choice need no forward pass of their own."""
 
     def __init__(self) -> None:
         self._by_f: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
