@@ -85,7 +85,12 @@ def framework_rows(name, W, x):
         J = gx.jacobian(ft)(xt)
         assert J.dtype == xt.dtype and J.device == xt.device
         assert torch.allclose(J, direct(xt), rtol=1e-12, atol=1e-12)
-        t_direct, t_gx = interleaved(lambda: direct(xt), lambda: gx.jacobian(ft)(xt))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # on 2 cores, torch's pool and XLA's would fight
+        try:
+            t_direct, t_gx = interleaved(lambda: direct(xt), lambda: gx.jacobian(ft)(xt))
+        finally:
+            torch.set_num_threads(threads)
         anchor = f"torch.func.{'jacfwd' if tall else 'jacrev'}"
         rows.append((name, "torch", anchor, t_direct, t_gx))
     except ImportError:

@@ -26,11 +26,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..backends import get_backend
-from ..core.calls import Call, bind_call
 from ..core.outputs import nonfinite_summary, output_name
 from ..core.tree import flatten, float_kind, leaf_of
 from ..errors import NonFiniteWarning
+from .binding import bind, system_for
 from .cotangents import check_dy as _check_dy
 from .disconnected import finish_disconnected
 
@@ -69,36 +68,6 @@ def explain_foreign(fn: Callable) -> Callable:
             ) from exc
 
     return explained
-
-
-def system_for(f: Callable, args: tuple, kwargs: dict) -> Any:
-    """The backend whose own AD computes this call, or None for ad/'s autograd
-    operators (numpy arguments)."""
-    system = get_backend(None, list(args) + list(kwargs.values()), f)
-    if getattr(system, "operators", None) is not None:
-        return system
-    if system.capabilities.operators:
-        return None
-    raise TypeError(
-        f"gradexplorer's operators do not take {system.name} functions; its checks "
-        "(gx.check_grads, gx.numeric_jacobian) do. Pass numpy, torch or jax arrays."
-    )
-
-
-def bind(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:
-    """The call in the inputs' own precision (an ``nn.Module`` as a function of its
-    named parameters), ``wrt`` resolved, every selected leaf float or complex."""
-    prep = system.prepare(f, tuple(args), dict(kwargs), wrt, "native")
-    return bind_call(
-        prep.f,
-        prep.args,
-        prep.kwargs,
-        prep.wrt,
-        constants_ok=False,
-        container=system.container,
-        kind_of=system.float_kind,
-        any_precision=True,
-    )
 
 
 # ---------------------------------------------------------------- scalarizing
