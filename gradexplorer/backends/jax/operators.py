@@ -166,7 +166,7 @@ def value_and_grad(
         out = (ys, list(pullback(ct)), _finite(ys))
         return out, (box["tree"], _connected(pullback, ct))
 
-    with _explained("gx.grad"):
+    with _explained(f"gx.{static[0]}" if static else "gx.grad"):
         (ys, grads, ok), (tree, connected) = run(call, ("vjp", scalarize, static), body, extra)
     return unflatten(tree, ys), grads, connected, _read(ok)
 

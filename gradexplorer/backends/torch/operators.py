@@ -147,7 +147,7 @@ def value_and_grad(
         box["ys"], box["tree"] = ys, tree
         return scalarize(unflatten(tree, ys), static, extra)
 
-    with explained("gx.grad"):
+    with explained(f"gx.{static[0]}" if static else "gx.grad"):
         tr = VJPTrace(L, call.values)
         s = tr.value
         if isinstance(s, torch.Tensor):
