@@ -161,7 +161,15 @@ def warn_nonfinite(system: Any, y: Any, finite: bool | None = None) -> None:
 # ---------------------------------------------------------------- operators
 
 
-def grad(system, f, wrt, args, kwargs, disconnected_inputs, return_disconnected) -> Any:
+def grad(
+    system: Any,
+    f: Callable,
+    wrt: Any,
+    args: tuple,
+    kwargs: dict,
+    disconnected_inputs: str,
+    return_disconnected: str,
+) -> Any:
     """:func:`gradexplorer.grad` through the framework's AD."""
     call = bind(system, f, wrt, args, kwargs)
     kit = system.operators
@@ -174,7 +182,9 @@ def grad(system, f, wrt, args, kwargs, disconnected_inputs, return_disconnected)
     return call.finish(out)
 
 
-def value_and_grad(system, f, wrt, args, kwargs, dy) -> tuple[Any, tuple]:
+def value_and_grad(
+    system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict, dy: Any
+) -> tuple[Any, tuple]:
     """:func:`gradexplorer.value_and_grad` through the framework's AD."""
     call = bind(system, f, wrt, args, kwargs)
     value, grads, connected, finite = system.operators.value_and_grad(
@@ -185,7 +195,7 @@ def value_and_grad(system, f, wrt, args, kwargs, dy) -> tuple[Any, tuple]:
     return value, tuple(out)
 
 
-def gradient_function(system, f, n_inputs: int, xs: list, dys: list) -> tuple:
+def gradient_function(system: Any, f: Callable, n_inputs: int, xs: list, dys: list) -> tuple:
     """:func:`gradexplorer.gradient_function`'s ``g`` through the framework's AD."""
     call = bind(system, f, tuple(range(n_inputs)), xs, {})
     _, grads, _, _ = system.operators.value_and_grad(
@@ -194,7 +204,7 @@ def gradient_function(system, f, n_inputs: int, xs: list, dys: list) -> tuple:
     return tuple(call.per_argument(grads))
 
 
-def Lop(system, f, xs: list, v: Any) -> list:
+def Lop(system: Any, f: Callable, xs: list, v: Any) -> list:
     """vᵀJ per argument of f (``xs``) through the framework's AD."""
     call = bind(system, f, tuple(range(len(xs))) if xs else 0, xs, {})
     _, grads, _, _ = system.operators.value_and_grad(call, weighted_sum, ("Lop",), v)

@@ -15,6 +15,7 @@ blocks, with the same checks and words as the autograd operators.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.calls import bind_call
@@ -33,7 +34,9 @@ def _needs_holomorphic() -> TypeError:
     )
 
 
-def jacobian(system, f, wrt, args, kwargs, mode: str, holomorphic: bool) -> Any:
+def jacobian(
+    system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict, mode: str, holomorphic: bool
+) -> Any:
     """:func:`gradexplorer.jacobian` through the framework's AD."""
     call = bind(system, f, wrt, args, kwargs)
     if any(s.complex for s in call.specs) and not holomorphic:
@@ -45,7 +48,7 @@ def jacobian(system, f, wrt, args, kwargs, mode: str, holomorphic: bool) -> Any:
     return call.finish(structure(call, layout, mats, holomorphic_block))
 
 
-def real_jacobian(system, f, wrt, args, kwargs, mode: str) -> Any:
+def real_jacobian(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict, mode: str) -> Any:
     """:func:`gradexplorer.real_jacobian` through the framework's AD."""
     call = bind(system, f, wrt, args, kwargs)
     kit = system.operators
@@ -66,7 +69,7 @@ def _real_inputs(call, what: str) -> None:
             )
 
 
-def hessian(system, f, wrt, args, kwargs) -> Any:
+def hessian(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Any:
     """:func:`gradexplorer.hessian` through the framework's AD: per selected
     argument its structure of structures of blocks ``in_i.shape + in_j.shape``."""
     call = bind(system, f, wrt, args, kwargs)
@@ -84,7 +87,7 @@ def hessian(system, f, wrt, args, kwargs) -> Any:
     return call.finish(out)
 
 
-def hvp(system, f, wrt, fargs, kwargs, v) -> Any:
+def hvp(system: Any, f: Callable, wrt: Any, fargs: list, kwargs: dict, v: Any) -> Any:
     """:func:`gradexplorer.hvp`'s product through the framework's AD."""
     call = bind(system, f, wrt, fargs, kwargs)
     if not call.single:
@@ -113,7 +116,7 @@ def _real_tangents(call, tangents, where: str) -> None:
             )
 
 
-def Rop(system, f, xs: list, vs: list, sequence: bool) -> Any:
+def Rop(system: Any, f: Callable, xs: list, vs: list, sequence: bool) -> Any:
     """J(x) v through the framework's forward mode, shaped like f's output."""
     call = bind(system, f, tuple(range(len(xs))) if xs else 0, xs, {})
     if len(vs) != len(call.selected):
@@ -137,7 +140,7 @@ def Rop(system, f, xs: list, vs: list, sequence: bool) -> Any:
     return unrealify(layout, t)
 
 
-def real_blocks(system, f, wrt, args, kwargs) -> tuple:
+def real_blocks(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> tuple:
     """``(J, m, n, y_complex, x_complex, name)`` for ``complex_blocks``: the real
     Jacobian of f's one array output with respect to one array input, on the host."""
     call = bind(system, f, wrt, args, kwargs)
