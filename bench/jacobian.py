@@ -5,6 +5,14 @@
 Prints the time per Jacobian and the ratio other / gradexplorer (> 1 means
 gradexplorer is faster); torch's ``autograd.functional.jacobian`` and jax's jitted
 jacfwd/jacrev join the table when installed. Targets: tall >= 50x; square and wide >= 1/1.1.
+
+A second table (when torch / jax are installed) times ``gx.jacobian`` on the torch and
+the jax version of the same function against the framework called directly (the
+anchor): ``torch.func.jacrev`` / ``jacfwd`` and ``jax.jit(jax.jacrev / jacfwd)``, the
+mode gx's "auto" picks (forward for the tall case), measured in alternation. gx / anchor
+is the price of gx's conventions (binding ``wrt``, structures, layout, the finite check
+of f's value); target <= 1.5x. gx - anchor is that price in time: a fixed cost per call
+(Python), which decides the ratio where the framework's own call is tens of microseconds.
 """
 
 import sys
@@ -54,6 +62,59 @@ def optional_rows(name, W, x):
     return rows
 
 
+def interleaved(anchor, ours, rounds=9):
+    """Best times of two calls measured in alternation (a shared machine's load
+    falls on both alike)."""
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(best_time(anchor, repeat=1))
+        b.append(best_time(ours, repeat=1))
+    return min(a), min(b)
+
+
+def framework_rows(name, W, x):
+    """gx.jacobian on the torch / jax version of f beside the framework itself."""
+    rows = []
+    tall = W.shape[0] > W.shape[1]
+    try:
+        import torch
+
+        Wt, xt = torch.tensor(W), torch.tensor(x)
+        ft = lambda v: torch.tanh(Wt @ v) * v.sum()  # noqa: E731
+        direct = (torch.func.jacfwd if tall else torch.func.jacrev)(ft)
+        J = gx.jacobian(ft)(xt)
+        assert J.dtype == xt.dtype and J.device == xt.device
+        assert torch.allclose(J, direct(xt), rtol=1e-12, atol=1e-12)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # on 2 cores, torch's pool and XLA's would fight
+        try:
+            t_direct, t_gx = interleaved(lambda: direct(xt), lambda: gx.jacobian(ft)(xt))
+        finally:
+            torch.set_num_threads(threads)
+        anchor = f"torch.func.{'jacfwd' if tall else 'jacrev'}"
+        rows.append((name, "torch", anchor, t_direct, t_gx))
+    except ImportError:
+        pass
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        Wj, xj = jnp.asarray(W), jnp.asarray(x)
+        fj = lambda v: jnp.tanh(Wj @ v) * jnp.sum(v)  # noqa: E731
+        direct = jax.jit((jax.jacfwd if tall else jax.jacrev)(fj))
+        J = gx.jacobian(fj)(xj)
+        assert J.dtype == xj.dtype and np.allclose(J, direct(xj), rtol=1e-5, atol=1e-6)
+        t_direct, t_gx = interleaved(
+            lambda: direct(xj).block_until_ready(),
+            lambda: gx.jacobian(fj)(xj).block_until_ready(),
+        )
+        anchor = f"jax.jit(jax.{'jacfwd' if tall else 'jacrev'})"
+        rows.append((name, "jax", anchor, t_direct, t_gx))
+    except ImportError:
+        pass
+    return rows
+
+
 def main():
     rows = []
     for name, (W, n) in CASES.items():
@@ -76,6 +137,20 @@ def main():
         for other, t in optional_rows(name, W, x):
             rows.append(("", "", other, f"{t * 1e3:.2f} ms", f"{t / t_gx:.2f}x"))
     print(table(rows, ("case", "gradexplorer", "other", "other's time", "other / gx")))
+    native = []
+    for name, (W, n) in CASES.items():
+        x = np.random.default_rng(1).standard_normal(n)
+        for case, system, anchor, t_direct, t_gx in framework_rows(name, W, x):
+            native.append(
+                (case, system, anchor, f"{t_direct * 1e3:.3f} ms", f"{t_gx * 1e3:.3f} ms",
+                 f"{t_gx / t_direct:.2f}x", f"{(t_gx - t_direct) * 1e6:+.0f} us")
+            )  # fmt: skip
+    if native:
+        print()
+        print(
+            table(native, ("case", "f written with", "anchor (direct)", "anchor's time",
+                           "gx.jacobian", "gx / anchor", "gx - anchor"))
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

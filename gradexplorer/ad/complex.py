@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as onp
 
+from . import native, native_dense
 from .jacobians import real_jacobian
 from .operators import prepare_call
 
@@ -73,8 +74,13 @@ class ComplexBlocks:
         return render(self, png=True)
 
 
+@native.explain_foreign
 def complex_blocks(f: Callable, *args: Any, wrt: int | str = 0, **kwargs: Any) -> ComplexBlocks:
     """Split the real Jacobian of f at ``args`` into its Re/Im blocks.
+
+    With torch tensors or jax arrays the Jacobian is the framework's own
+    (``gx.real_jacobian``, on the inputs' device); the blocks of this result
+    object are numpy arrays, on the host.
 
     Examples
     --------
@@ -85,6 +91,10 @@ def complex_blocks(f: Callable, *args: Any, wrt: int | str = 0, **kwargs: Any) -
     >>> complex_blocks(anp.conj, anp.array([1.0 + 1.0j])).is_holomorphic()
     False
     """
+    system = native.system_for(f, args, kwargs)
+    if system is not None:  # torch / jax: their AD on the device, the blocks on the host
+        J, m, n, y_complex, x_complex, name = native_dense.real_blocks(system, f, wrt, args, kwargs)
+        return _split_blocks(J, m, n, y_complex, x_complex, name)
     call = prepare_call(f, wrt, args, kwargs)
     if not call.single:
         raise ValueError("complex_blocks takes one input; pass a single int or name as wrt.")
@@ -100,13 +110,17 @@ def complex_blocks(f: Callable, *args: Any, wrt: int | str = 0, **kwargs: Any) -
         raise ValueError("complex_blocks takes a function returning one array; f returns several.")
     m = onp.size(y)
     n = call.specs[0].size
+    return _split_blocks(J, m, n, onp.iscomplexobj(y), call.specs[0].complex, sel.name)
+
+
+def _split_blocks(J, m: int, n: int, y_complex: bool, x_complex: bool, name: str):
     re_rows = J[:m]
-    im_rows = J[m:] if onp.iscomplexobj(y) else onp.zeros_like(re_rows)
-    if call.specs[0].complex:
+    im_rows = J[m:] if y_complex else onp.zeros_like(re_rows)
+    if x_complex:
         blocks = re_rows[:, :n], re_rows[:, n:], im_rows[:, :n], im_rows[:, n:]
     else:
         blocks = re_rows, onp.zeros((m, n)), im_rows, onp.zeros((m, n))
-    return ComplexBlocks(*blocks, out_name="y", in_name=sel.name)
+    return ComplexBlocks(*blocks, out_name="y", in_name=name)
 
 
 def cauchy_riemann_residual(f: Callable, *args: Any, wrt: int | str = 0) -> onp.ndarray:

@@ -64,13 +64,19 @@ def finish_disconnected(
     connected: Sequence[bool],
     disconnected_inputs: str,
     return_disconnected: str,
+    *,
+    as_leaves: bool = True,
+    stacklevel: int = 4,
 ) -> list:
     """Group per-leaf gradients into arguments and apply the disconnected policy.
 
     An argument is disconnected when none of its leaves reaches the output.
+    With ``as_leaves`` a gradient takes its input's form (a Python float for a
+    float); torch and jax gradients stay their system's arrays.
     """
     specs = call.specs
-    grads = [like_leaf(g, s) for g, s in zip(grads, specs)]
+    if as_leaves:
+        grads = [like_leaf(g, s) for g, s in zip(grads, specs)]
     per_arg = call.per_argument(grads)
     flags = iter(connected)
     out = []
@@ -88,7 +94,7 @@ def finish_disconnected(
         if disconnected_inputs == "raise":
             raise DisconnectedInputError(sel.name, msg)
         if disconnected_inputs == "warn":
-            warnings.warn(DisconnectedInputWarning(msg), stacklevel=4)
+            warnings.warn(DisconnectedInputWarning(msg), stacklevel=stacklevel)
         if return_disconnected == "none":
             g = None
         elif return_disconnected == "disconnected":

@@ -19,8 +19,9 @@ import numpy as onp
 from ..backends.autograd import getval, trace_jvp, trace_vjp
 from ..core.calls import Call, check_callable
 from ..core.outputs import OutputLayout, check_jacobian_size, output_layout
-from ..core.tree import unflatten
+from . import native, native_dense
 from .operators import grad, prepare_call, warn_nonfinite
+from .structure import blocks_by_argument, holomorphic_block, structure
 
 __all__ = ["jacobian", "real_jacobian", "hessian", "hvp", "dense_jacobian", "realified"]
 
@@ -104,34 +105,6 @@ def realified(call: Call, layout: OutputLayout) -> tuple[Callable, list]:
     return F, [s.to_real(v) for s, v in zip(specs, call.values)]
 
 
-def _blocks_by_argument(call: Call, mats: list) -> list[list]:
-    """Group per-leaf matrices into one list per selected argument."""
-    it = iter(mats)
-    return [[next(it) for s in sel.specs if s is not None] for sel in call.selected]
-
-
-def _structure(call: Call, layout: OutputLayout, blocks: list, make) -> list:
-    """Per selected argument: the output's structure, each output leaf holding
-    the argument's structure of ``make(out_spec, in_spec, rows_of_block)``."""
-    out = []
-    row_starts = onp.cumsum([0] + [s.real_size for s in layout.leaves])
-    for sel, mats in zip(call.selected, _blocks_by_argument(call, blocks)):
-        in_specs = [s for s in sel.specs if s is not None]
-        per_output = []
-        k_out = 0
-        for ospec in layout.specs:
-            if ospec is None:
-                per_output.append(None)
-                continue
-            r0, r1 = row_starts[k_out], row_starts[k_out + 1]
-            k_out += 1
-            inner = iter([make(ospec, ispec, J[r0:r1]) for ispec, J in zip(in_specs, mats)])
-            leaves = [next(inner) if s is not None else None for s in sel.specs]
-            per_output.append(unflatten(sel.tree, leaves))
-        out.append(unflatten(layout.tree, per_output))
-    return out
-
-
 def jacobian(
     f: Callable, wrt: Any = 0, *, mode: str = "auto", holomorphic: bool = False
 ) -> Callable:
@@ -159,6 +132,15 @@ def jacobian(
     callable
         ``jac_f(*args, **kwargs)``.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.jacrev`` / ``jacfwd``, eager ``torch.autograd`` where torch.func
+    refuses f; ``jax.jacrev`` / ``jacfwd`` under ``jax.jit``, eagerly where ``jit``
+    cannot trace f); the results are that framework's arrays on the inputs' device, in
+    their dtype (a CUDA tensor in, CUDA tensors out: nothing is copied to the host).
+
     Examples
     --------
     >>> import autograd.numpy as anp
@@ -175,8 +157,12 @@ def jacobian(
     check_callable(f)
     _check_mode(mode)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def jac_f(*args, **kwargs):
+        system = native.system_for(f, args, kwargs)
+        if system is not None:
+            return native_dense.jacobian(system, f, wrt, args, kwargs, mode, holomorphic)
         call = prepare_call(f, wrt, args, kwargs)
         y0 = call(*call.values)
         warn_nonfinite(y0)
@@ -191,16 +177,7 @@ def jacobian(
             )
         F, vs = realified(call, layout)
         _, mats = dense_jacobian(F, vs, mode)
-
-        def block(ospec, ispec, J):
-            if not (ospec.complex or ispec.complex):
-                return J.reshape(ospec.shape + ispec.shape)
-            d_re_x = J[:, : ispec.size]  # derivative along the real axis of the input
-            n = ospec.size
-            dz = d_re_x[:n] + (1j * d_re_x[n:] if ospec.complex else 0)
-            return dz.reshape(ospec.shape + ispec.shape)
-
-        return call.finish(_structure(call, layout, mats, block))
+        return call.finish(structure(call, layout, mats, holomorphic_block))
 
     return jac_f
 
@@ -214,6 +191,13 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
     ``autograd.jacobian`` crashes (complex outputs) and does not depend on any
     complex-gradient convention.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it (as for
+    :func:`jacobian`); the results are that framework's arrays on the inputs' device, in
+    their dtype (a CUDA tensor in, CUDA tensors out: nothing is copied to the host).
+
     Examples
     --------
     >>> import autograd.numpy as anp
@@ -224,8 +208,12 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
     check_callable(f)
     _check_mode(mode)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def real_jac_f(*args, **kwargs):
+        system = native.system_for(f, args, kwargs)
+        if system is not None:
+            return native_dense.real_jacobian(system, f, wrt, args, kwargs, mode)
         call = prepare_call(f, wrt, args, kwargs)
         y0 = call(*call.values)
         layout = output_layout(y0)
@@ -233,7 +221,7 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
         y, mats = dense_jacobian(F, vs, mode)
         warn_nonfinite(y0)
         per_arg = [
-            onp.hstack(ms) if len(ms) > 1 else ms[0] for ms in _blocks_by_argument(call, mats)
+            onp.hstack(ms) if len(ms) > 1 else ms[0] for ms in blocks_by_argument(call, mats)
         ]
         return call.finish(per_arg)
 
@@ -246,6 +234,15 @@ def hessian(f: Callable, wrt: Any = 0) -> Callable:
     A sequence ``wrt`` gives the tuple of diagonal blocks ``d²f/dx_i²``; a
     nested argument gives its structure of its structure of blocks.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.hessian``; ``jax.hessian`` under ``jax.jit``: forward over reverse);
+    the results are that framework's arrays on the inputs' device, in their dtype (a
+    CUDA tensor in, CUDA tensors out: nothing is copied to the host). Inputs must be
+    real there.
+
     >>> import autograd.numpy as anp
     >>> hessian(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]))
     array([[ 6.,  0.],
@@ -253,8 +250,12 @@ def hessian(f: Callable, wrt: Any = 0) -> Callable:
     """
     check_callable(f)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def hess_f(*args, **kwargs):
+        system = native.system_for(f, args, kwargs)
+        if system is not None:
+            return native_dense.hessian(system, f, wrt, args, kwargs)
         call = prepare_call(f, wrt, args, kwargs)
         out = []
         for sel in call.selected:
@@ -270,16 +271,28 @@ def hvp(f: Callable, wrt: int | str = 0) -> Callable:
 
     ``v`` has the structure of the differentiated argument.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.jvp`` of ``torch.func.grad``; ``jax.jvp`` of ``jax.grad``); the
+    results are that framework's arrays on the inputs' device, in their dtype (a CUDA
+    tensor in, CUDA tensors out: nothing is copied to the host).
+
     >>> import autograd.numpy as anp
     >>> hvp(lambda x: anp.sum(x**3))(anp.array([1.0, 2.0]), anp.array([1.0, 1.0]))
     array([ 6., 12.])
     """
     check_callable(f)
 
+    @native.explain_foreign
     def hvp_f(*args, **kwargs):
         if not args:
             raise TypeError("hvp's function takes f's arguments followed by the vector v.")
         *fargs, v = args
+        system = native.system_for(f, fargs, kwargs)
+        if system is not None:
+            return native_dense.hvp(system, f, wrt, fargs, kwargs, v)
         call = prepare_call(f, wrt, tuple(fargs), kwargs)
         if not call.single:
             raise ValueError("hvp differentiates one argument; pass a single int or name.")

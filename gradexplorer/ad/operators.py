@@ -1,6 +1,7 @@
 """Reverse-mode operators: grad, value_and_grad, gradient_function (autograd
 backend). Disconnected inputs' marker and policy live in ``disconnected``,
-Lop/Rop in ``products``, null gradients in ``nullgrad``.
+Lop/Rop in ``products``, null gradients in ``nullgrad``; functions of torch
+tensors and jax arrays go to their framework's own AD (``native``).
 
 Functions are written with ``autograd.numpy``. Arguments and outputs may be
 nested lists / tuples / dicts of arrays; gradients come back in the
@@ -34,6 +35,8 @@ from ..core.calls import Call, bind_call, check_callable, has_var_positional, pa
 from ..core.outputs import nonfinite_summary as _nonfinite
 from ..core.tree import flatten, float_kind, leaf_of, unflatten
 from ..errors import NonFiniteWarning
+from . import native
+from .cotangents import check_dy as _check_dy
 from .disconnected import (
     DISCONNECTED,
     DISCONNECTED_CHOICES,
@@ -91,29 +94,6 @@ def _out_name(path, kind):
     from ..core.outputs import output_name
 
     return output_name(path, kind)
-
-
-def _check_dy(y_value: Any, dy: Any) -> list:
-    """Validate cotangent(s) against f's output structure; returns one array
-    (or None = ones) per output leaf."""
-    ys, tree = flatten(y_value)
-    if dy is None:
-        return [None] * len(ys)
-    dys, dtree = flatten(dy)
-    if dtree != tree and not (tree.is_leaf and dtree.is_leaf):
-        raise ValueError(
-            f"dy must be shaped like f's output: f returned {tree.describe()} "
-            f"({len(ys)} array(s)), dy is {dtree.describe()} ({len(dys)} array(s)). Pass "
-            "one cotangent per output, in the same structure."
-        )
-    for k, (yk, dk) in enumerate(zip(ys, dys)):
-        if onp.shape(dk) != onp.shape(getval(yk)):
-            where = "" if tree.is_leaf else f"[{k}]"
-            raise ValueError(
-                f"dy{where} has shape {onp.shape(dk)}, but f's output{where} has shape "
-                f"{onp.shape(getval(yk))}; pass a cotangent shaped exactly like the output."
-            )
-    return dys
 
 
 def _weighted_sum(y: Any, dys: list) -> Any:
@@ -175,6 +155,17 @@ def grad(
         ``grad_f(*args, **kwargs)`` with f's signature; each gradient has the
         structure of its argument.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad`` on one recorded forward pass; ``jax.vjp`` under
+    ``jax.jit``); the results are that framework's arrays on the inputs' device, in
+    their dtype (a CUDA tensor in, CUDA tensors out: nothing is copied to the host).
+    Complex inputs follow the convention above on every backend: jax's own gradient is
+    already ``dL/dRe z - i dL/dIm z``; torch's own is its conjugate (``dL/dRe z + i
+    dL/dIm z``), which gx conjugates back.
+
     Examples
     --------
     >>> g = grad(lambda x, y: x**3 * y - x * y**2, wrt=("x", "y"))
@@ -185,8 +176,14 @@ def grad(
     _choice(disconnected_inputs, DISCONNECTED_CHOICES, "disconnected_inputs")
     _choice(return_disconnected, RETURN_CHOICES, "return_disconnected")
 
+    @native.explain_foreign
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
+        system = native.system_for(f, args, kwargs)
+        if system is not None:
+            return native.grad(
+                system, f, wrt, args, kwargs, disconnected_inputs, return_disconnected
+            )
         call = prepare_call(f, wrt, args, kwargs)
         tr = trace_vjp(call, call.values)
         y = _value_of(tr.value)
@@ -240,6 +237,16 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
         ``fn(*args, dy=None, **kwargs) -> (value, grads)``; ``grads`` is always
         a tuple, one entry per selected argument, each shaped like it.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad``; ``jax.vjp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host). ``dy`` may be numpy; it is moved to the
+    inputs' device. An ``nn.Module`` with ``wrt=None`` gives the gradients of all its
+    parameters, in ``named_parameters`` order.
+
     Examples
     --------
     >>> fn = value_and_grad(lambda x, y: x * x * x * y - x * y * y)
@@ -251,8 +258,12 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
     """
     check_callable(f)
 
+    @native.explain_foreign
     @functools.wraps(f)
     def value_and_grad_f(*args, dy=None, **kwargs):
+        system = native.system_for(f, args, kwargs)
+        if system is not None:
+            return native.value_and_grad(system, f, wrt, args, kwargs, dy)
         call = prepare_call(f, wrt, args, kwargs)
         captured = {}
 
@@ -291,6 +302,14 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
     the length of f's output when it returns a list or tuple, else 1. Inputs
     and cotangents may be nested structures.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad``; ``jax.vjp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host).
+
     Examples
     --------
     >>> g = gradient_function(lambda x, y: (x * y, x + y))
@@ -311,6 +330,7 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
             "n_inputs=N if f takes *args."
         )
 
+    @native.explain_foreign
     def g(*args):
         if len(args) <= n_inputs:
             raise TypeError(
@@ -318,6 +338,9 @@ def gradient_function(f: Callable, n_inputs: int | None = None) -> Callable:
                 f"output; got {len(args)} arguments in all."
             )
         xs, dys = list(args[:n_inputs]), list(args[n_inputs:])
+        system = native.system_for(f, xs, {})
+        if system is not None:
+            return native.gradient_function(system, f, n_inputs, xs, dys)
         call = prepare_call(f, tuple(range(n_inputs)), xs, {})
 
         def scalarized(*leaves):

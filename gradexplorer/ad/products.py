@@ -11,6 +11,7 @@ import numpy as onp
 from ..backends.autograd import getval, trace_jvp, trace_vjp
 from ..core.calls import check_callable
 from ..core.tree import flatten, unflatten
+from . import native, native_dense
 from .operators import _check_dy, _value_of, _weighted_sum, prepare_call
 
 __all__ = ["Lop", "Rop", "format_as"]
@@ -23,11 +24,20 @@ def _as_call(f: Callable, x: Any):
     return call, is_list, is_tuple
 
 
+@native.explain_foreign
 def Lop(f: Callable, x: Any, v: Any) -> Any:
     """Left product ``vᵀ J(x)``: the vector-Jacobian product, shaped like x.
 
     ``x`` is one array (or nested structure) or a list/tuple of them (f then
     takes them as separate arguments); ``v`` is shaped like f's output.
+
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.autograd.grad``; ``jax.vjp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host).
 
     >>> import numpy as np
     >>> Lop(lambda x: 2 * x, np.ones(3), np.arange(3.0))
@@ -36,6 +46,12 @@ def Lop(f: Callable, x: Any, v: Any) -> Any:
     check_callable(f)
     if v is None:
         raise ValueError("Lop needs v, shaped like f's output; got None.")
+    is_list, is_tuple = isinstance(x, list), isinstance(x, tuple)
+    xs = list(x) if (is_list or is_tuple) else [x]
+    system = native.system_for(f, xs, {})
+    if system is not None:
+        per_arg = native.Lop(system, f, xs, v)
+        return format_as(is_list, is_tuple, per_arg if (is_list or is_tuple) else per_arg[0])
     call, is_list, is_tuple = _as_call(f, x)
 
     def scalarized(*leaves):
@@ -48,17 +64,32 @@ def Lop(f: Callable, x: Any, v: Any) -> Any:
     return format_as(is_list, is_tuple, per_arg if (is_list or is_tuple) else per_arg[0])
 
 
+@native.explain_foreign
 def Rop(f: Callable, x: Any, v: Any) -> Any:
     """Right product ``J(x) v``: the Jacobian-vector product, shaped like f(x).
 
     Uses forward mode; an operation without a forward rule gets its tangent
     from its VJP.
 
+    Notes
+    -----
+    With torch tensors (or an ``nn.Module`` as f, its parameters selected by name) or
+    jax arrays among the arguments, the framework's own AD computes it
+    (``torch.func.jvp``; ``jax.jvp`` under ``jax.jit``); the results are that
+    framework's arrays on the inputs' device, in their dtype (a CUDA tensor in, CUDA
+    tensors out: nothing is copied to the host).
+
     >>> import numpy as np
     >>> Rop(lambda x: x**2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([2., 4.])
     """
     check_callable(f)
+    is_list, is_tuple = isinstance(x, list), isinstance(x, tuple)
+    system = native.system_for(f, list(x) if (is_list or is_tuple) else [x], {})
+    if system is not None:
+        xs = list(x) if (is_list or is_tuple) else [x]
+        vs = list(v) if (is_list or is_tuple) else [v]
+        return native_dense.Rop(system, f, xs, vs, is_list or is_tuple)
     call, is_list, is_tuple = _as_call(f, x)
     vs = list(v) if (is_list or is_tuple) else [v]
     if len(vs) != len(call.selected):

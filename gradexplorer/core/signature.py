@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,12 +30,33 @@ def check_callable(f: Any, what: str = "f") -> None:
         )
 
 
+#: f -> (stamp, signature): inspect.signature costs ~10 us, and every operator
+#: call reads it two or three times (the torch / jax operators are ~50 us in all)
+_SIGNATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _signature(f: Callable) -> inspect.Signature | None:
     f = getattr(f, "fun", f) if getattr(f, "_is_autograd_primitive", False) else f
+    # what a signature is read from: a changed one (a new __signature__ or
+    # __code__) is read again
+    stamp = (
+        getattr(f, "__code__", None),
+        getattr(f, "__signature__", None),
+        getattr(f, "__wrapped__", None),
+    )
     try:
-        return inspect.signature(f)
+        known = _SIGNATURES.get(f)
+    except TypeError:  # unhashable or not weakly referenceable
+        known = None
+    if known is not None and known[0] == stamp:
+        return known[1]
+    try:
+        sig = inspect.signature(f)
     except (TypeError, ValueError):
-        return None
+        sig = None
+    with contextlib.suppress(TypeError):
+        _SIGNATURES[f] = (stamp, sig)
+    return sig
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

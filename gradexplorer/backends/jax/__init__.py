@@ -12,6 +12,7 @@ from typing import Any
 import jax
 
 from ..base import Capabilities
+from . import operators
 from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
 from .recording import (
     definition_site,
@@ -28,10 +29,10 @@ __all__ = [
     "name", "capabilities", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value",
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
-    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace",
+    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "operators",
 ]  # fmt: skip
 
-capabilities = Capabilities(devices=True, batching=True)
+capabilities = Capabilities(operators=True, devices=True, batching=True)
 name = "jax"
 vjp = trace_vjp
 

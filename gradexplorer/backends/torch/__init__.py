@@ -13,6 +13,7 @@ import torch
 
 from ...core.guards import register_random_source
 from ..base import Capabilities
+from . import operators
 from .arrays import (
     cast,
     float_kind,
@@ -40,10 +41,10 @@ __all__ = [
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
     "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace",
-    "nondifferentiable_outputs",
+    "nondifferentiable_outputs", "operators",
 ]  # fmt: skip
 
-capabilities = Capabilities(eager_record=True, devices=True, batching=True)
+capabilities = Capabilities(eager_record=True, operators=True, devices=True, batching=True)
 name = "torch"
 vjp = trace_vjp
 

@@ -1,0 +1,120 @@
+"""Which AD system computes an operator's call, and the call bound to it.
+
+Both are asked on every call of an operator, and on a torch or jax function
+they are a good part of what gradexplorer adds to the framework's own call:
+reading f's signature, resolving ``wrt``, naming and checking every leaf.
+Both depend only on f, ``wrt`` and the arguments' types (and, for the bound
+call, shapes and dtypes), so calls that repeat them — an operator in a loop —
+reuse the first answer: the backend per tuple of argument types, the bound
+call per f, ``wrt`` and arrays' signature, its leaves replaced by the new ones.
+Arguments that are containers, keyword arguments and ``nn.Module`` functions
+are bound afresh every time.
+
+>>> system_for(lambda x: x, (1.0,), {}) is None   # numpy: ad/'s autograd operators
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..backends import get_backend, owns_callable
+from ..core.calls import Call, Selected, bind_call
+
+__all__ = ["system_for", "bind"]
+
+#: (type of f, types of the arguments) -> backend (None: ad/'s autograd operators)
+_SYSTEMS: dict = {}
+#: f -> {(wrt, arrays' signature): the bound call without f and its values}
+_BOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CONTAINERS = (list, tuple, dict, type(None))
+_KEPT = 256  # signatures kept per f, and argument-type tuples kept in all
+
+
+def system_for(f: Callable, args: tuple, kwargs: dict) -> Any:
+    """The backend whose own AD computes this call, or None for ad/'s autograd
+    operators (numpy arguments)."""
+    key = None
+    if not kwargs:
+        types = tuple(type(a) for a in args)
+        if not any(issubclass(t, _CONTAINERS) for t in types):
+            key = (type(f), types)
+            if key in _SYSTEMS:
+                return _SYSTEMS[key]
+    system = get_backend(None, list(args) + list(kwargs.values()), f)
+    if getattr(system, "operators", None) is not None:
+        found = system
+    elif system.capabilities.operators:
+        found = None
+    else:
+        raise TypeError(
+            f"gradexplorer's operators do not take {system.name} functions; its checks "
+            "(gx.check_grads, gx.numeric_jacobian) do. Pass numpy, torch or jax arrays."
+        )
+    if key is not None and len(_SYSTEMS) < _KEPT:
+        _SYSTEMS[key] = found
+    return found
+
+
+def _signature(wrt: Any, args: tuple, kwargs: dict) -> tuple | None:
+    """The key of a bound call: None when it is not kept (keyword arguments,
+    containers, an unhashable ``wrt``)."""
+    if kwargs:
+        return None
+    sig = []
+    for a in args:
+        shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+        if shape is None or dtype is None or isinstance(a, _CONTAINERS):
+            return None
+        sig.append((type(a), tuple(shape), dtype))
+    key = (wrt, tuple(sig))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _kept(call: Call) -> tuple:
+    """What a bound call is without f and its values (kept: no array, no f)."""
+    meta = [(s.slot, s.name, s.position, s.tree, s.specs, s.constants) for s in call.selected]
+    return meta, call.single, call.container
+
+
+def _rebound(f: Callable, kept: tuple, args: tuple) -> Call:
+    """The kept call of f with these arguments (each one array, as when it was kept)."""
+    meta, single, container = kept
+    selected = [
+        Selected(slot, name, position, tree, [args[slot]], specs, constants)
+        for slot, name, position, tree, specs, constants in meta
+    ]
+    return Call(f, list(args), {}, selected, single, container=container)
+
+
+def bind(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:
+    """The call in the inputs' own precision (an ``nn.Module`` as a function of its
+    named parameters), ``wrt`` resolved, every selected leaf float or complex."""
+    key = None if owns_callable(f) else _signature(wrt, args, kwargs)
+    kept = None
+    if key is not None:
+        with contextlib.suppress(TypeError):  # f not weakly referenceable: nothing kept
+            kept = _BOUND.setdefault(f, {})
+        if kept is not None and key in kept:
+            return _rebound(f, kept[key], tuple(args))
+    prep = system.prepare(f, tuple(args), dict(kwargs), wrt, "native")
+    call = bind_call(
+        prep.f,
+        prep.args,
+        prep.kwargs,
+        prep.wrt,
+        constants_ok=False,
+        container=system.container,
+        kind_of=system.float_kind,
+        any_precision=True,
+    )
+    if kept is not None and prep.f is f and not prep.kwargs and len(kept) < _KEPT:
+        kept[key] = _kept(call)
+    return call

@@ -1,0 +1,265 @@
+"""Running an operator's jax program under ``jax.jit``, compiled once and reused.
+
+gradexplorer's operators build a small program for each call (``jax.jacrev`` of
+f with the selected arguments as its inputs, say). Compiling it on every call
+would cost far more than running it, so :func:`run` keeps the compiled program
+per f and per *call signature*: the operator and its options, the shapes and
+dtypes of every array argument, the values of every other argument (Python
+numbers, strings, flags: they are static, as ``static_argnums`` would make
+them), and the objects f reads from its closure and its globals. Arrays among
+the other arguments are inputs of the program, never baked into it.
+
+f with Python control flow on array values (``if x[0] > 0``), boolean masks or
+other value-dependent shapes cannot be traced by ``jit``; such a call runs
+eagerly (jax's transforms work there), and the signature remembers it. As with
+``jax.jit`` itself, a numpy array f reads from outside its arguments and changes
+in place is not seen: pass it as an argument.
+
+>>> import jax.numpy as jnp
+>>> out, info = run(_call(lambda x: jnp.sin(x) * 2), ("demo",), lambda F, d, e: ([F(*d)], "ok"))
+>>> out[0].tolist(), info
+([0.0, 1.682...], 'ok')
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as onp
+
+from ...core.tree import flatten, unflatten
+
+__all__ = ["run", "as_jax", "NOT_TRACEABLE", "is_traced"]
+
+#: What ``jit`` raises on f that needs concrete values (eager jax runs such f).
+NOT_TRACEABLE = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.NonConcreteBooleanIndexError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerBoolConversionError,
+)
+
+#: Compiled programs kept per f (least recently used dropped first).
+PER_FUNCTION = 16
+
+
+@dataclass
+class _Entry:
+    fn: Callable | None  # the jitted program, or None: run eagerly
+    info: Any = None  # what the body said about its outputs while it was traced
+    pins: tuple = ()  # f's closure / global objects: held so that their ids stay theirs
+
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Hole:
+    """Where the i-th differentiated leaf goes in f's arguments."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int):
+        self.i = i
+
+
+def is_traced(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def as_jax(x: Any) -> Any:
+    """Numbers and numpy arrays as jax arrays (on jax's default device); jax
+    arrays and tracers as they are."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return x
+    return jnp.asarray(x)
+
+
+def _is_dynamic(x: Any) -> bool:
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return True
+    return isinstance(x, onp.ndarray) and x.dtype.kind in "biufc"
+
+
+def _split(call) -> tuple[tuple, list, bool]:
+    """``(static key, dynamic arrays, hashable)`` of f's arguments, the
+    differentiated leaves left as holes."""
+    args, kwargs = call.rebuild_plain([_Hole(i) for i in range(len(call.values))])
+    leaves, tree = flatten((args, kwargs))
+    key, dynamic = [], []
+    for leaf in leaves:
+        if isinstance(leaf, _Hole):
+            key.append(("hole", leaf.i))
+        elif _is_dynamic(leaf):
+            key.append(("array",))
+            dynamic.append(leaf)
+        else:
+            sub, subtree = jax.tree_util.tree_flatten(leaf)
+            if len(sub) == 1 and sub[0] is leaf:
+                key.append(("static", leaf))
+            else:  # a registered pytree (a flax / equinox object): open it
+                kinds = tuple("array" if _is_dynamic(s) else ("static", s) for s in sub)
+                key.append(("pytree", subtree, kinds))
+                dynamic.extend(s for s in sub if _is_dynamic(s))
+    skeleton = (tree, tuple(key))
+    try:
+        hash(skeleton)
+    except TypeError:
+        return skeleton, dynamic, False
+    return skeleton, dynamic, True
+
+
+def _rebuild(f_ref: Callable, skeleton: tuple) -> Callable:
+    """``make(dynamic) -> F(*diff_leaves)``: f of its differentiated leaves."""
+    tree, key = skeleton
+
+    def make(dynamic):
+        def F(*diff):
+            it = iter(dynamic)
+            leaves = []
+            for k in key:
+                if k[0] == "hole":
+                    leaves.append(diff[k[1]])
+                elif k[0] == "array":
+                    leaves.append(next(it))
+                elif k[0] == "static":
+                    leaves.append(k[1])
+                else:
+                    sub = [next(it) if s == "array" else s[1] for s in k[2]]
+                    leaves.append(jax.tree_util.tree_unflatten(k[1], sub))
+            args, kwargs = unflatten(tree, leaves)
+            return f_ref()(*args, **kwargs)
+
+        return F
+
+    return make
+
+
+def _target(f: Callable) -> Any:
+    """The object the cache is kept on (a bound method's function)."""
+    return getattr(f, "__func__", f)
+
+
+def _fingerprint(f: Callable) -> tuple:
+    """The objects f reads from outside its arguments: its closure cells, the
+    globals its code names, a partial's arguments, a bound method's instance."""
+    objs: list = []
+    target = f
+    for _ in range(8):
+        if isinstance(target, functools.partial):
+            objs.extend(target.args)
+            objs.extend(target.keywords.values())
+            target = target.func
+        elif hasattr(target, "__self__") and hasattr(target, "__func__"):
+            objs.append(target.__self__)
+            target = target.__func__
+        else:
+            break
+    target = inspect.unwrap(target) if callable(target) else target
+    code = getattr(target, "__code__", None)
+    for cell in getattr(target, "__closure__", None) or ():
+        try:
+            objs.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            objs.append(None)
+    if code is not None:
+        glob = getattr(target, "__globals__", {})
+        objs.extend(glob[n] for n in code.co_names if n in glob)
+    return tuple(objs)
+
+
+def _signature(values: list) -> tuple:
+    return tuple(
+        (tuple(v.shape), str(v.dtype), bool(getattr(v, "weak_type", False))) for v in values
+    )
+
+
+def _entries(f: Callable) -> OrderedDict | None:
+    target = _target(f)
+    try:
+        got = _CACHE.get(target)
+        if got is None:
+            got = _CACHE[target] = OrderedDict()
+    except TypeError:  # not weakly referenceable: nothing is kept
+        return None
+    return got
+
+
+def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, Any]:
+    """Run ``body(F, diff, extra) -> (outputs, info)`` on this call, jitted.
+
+    Parameters
+    ----------
+    call : gradexplorer.core.calls.Call
+        f bound to its arguments; ``call.values`` are the differentiated leaves.
+    key : tuple
+        Everything static the body depends on besides the call (the operator,
+        its options), hashable.
+    body : callable
+        ``body(F, diff, extra)``: ``F(*diff)`` is f of its differentiated leaves;
+        returns the arrays to hand back (a pytree of lists / tuples) and ``info``,
+        any Python value it learnt while tracing (an output layout, say).
+    extra : pytree of arrays
+        Further inputs of the program (cotangents, tangents).
+
+    Returns
+    -------
+    outputs, info
+    """
+    diff = [as_jax(v) for v in call.values]
+    extra_leaves, extra_tree = flatten(extra)
+    extra_leaves = [as_jax(v) for v in extra_leaves]
+    skeleton, dynamic, hashable = _split(call)
+    f_ref = _ref(call.f)
+    make = _rebuild(f_ref, skeleton)
+    entries = _entries(call.f) if hashable else None
+    if entries is None:
+        return body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+    pins = _fingerprint(call.f)
+    full = (key, skeleton, tuple(id(p) for p in pins), _signature(diff + dynamic + extra_leaves))
+    entry = entries.get(full)
+    if entry is not None and all(a is b for a, b in zip(entry.pins, pins)):
+        entries.move_to_end(full)
+        if entry.fn is None:
+            return body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+        return entry.fn(diff, dynamic, extra_leaves), entry.info
+    entry = _Entry(None, None, pins)
+
+    def program(diff, dynamic, extra_leaves):
+        out, entry.info = body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+        return out
+
+    jitted = jax.jit(program)
+    try:
+        out = jitted(diff, dynamic, extra_leaves)
+        entry.fn = jitted
+    except NOT_TRACEABLE:  # value-dependent Python: jax's transforms run it eagerly
+        out, entry.info = body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+    entries[full] = entry
+    while len(entries) > PER_FUNCTION:
+        entries.popitem(last=False)
+    return out, entry.info
+
+
+def _ref(f: Callable) -> Callable:
+    """A weak reference to f where it allows one (so that a kept program does not
+    keep f alive), else f itself."""
+    try:
+        return weakref.WeakMethod(f) if inspect.ismethod(f) else weakref.ref(f)
+    except TypeError:
+        return lambda: f
+
+
+def _call(f: Callable, *args: Any):
+    """A bound call of f differentiating its first argument (for the doctest)."""
+    from ...core.calls import bind_call
+
+    return bind_call(f, args or (jnp.array([0.0, 1.0]),), {}, 0)
