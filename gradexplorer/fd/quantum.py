@@ -29,8 +29,8 @@ import numpy as onp
 
 __all__ = ["output_quantum", "direction_quantum", "lowest_bit", "COARSE_BITS"]
 
-#: A grid this many times the output's own ulp (6 bits) is a staircase, not rounding.
-COARSE_BITS = 64.0
+#: A grid this many times the output's own ulp (2 bits) is a staircase, not rounding.
+COARSE_BITS = 4.0
 
 
 def lowest_bit(d: onp.ndarray) -> onp.ndarray:
