@@ -33,8 +33,10 @@ from .verdicts import Comparison, Verdict
 __all__ = ["fast_check", "N_PROJECTIONS", "AFFORDABLE_ENTRIES"]
 
 N_PROJECTIONS = 2
-#: The full check is affordable as a fallback up to this many dense entries.
-AFFORDABLE_ENTRIES = 250_000
+#: The full check is affordable as a fallback up to this many dense entries, and
+#: this many evaluations and derivative passes (about 10 per column, 1 per row).
+AFFORDABLE_ENTRIES = 4_000_000
+AFFORDABLE_PASSES = 50_000
 #: A linearity gap this many times its round-off allowance is no round-off.
 CLEARLY_NONLINEAR = 1e4
 
@@ -249,7 +251,7 @@ def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry
     """Group testing where a projection failed; the full check where that is
     affordable and group testing could not finish (nothing resolved, nothing
     located, or more wrong entries than its budget)."""
-    affordable = p.m * p.n <= AFFORDABLE_ENTRIES
+    affordable = p.m * p.n <= AFFORDABLE_ENTRIES and p.m + 10 * p.n <= AFFORDABLE_PASSES
     located: list[Entry] = []
     if failing is not None:
         ctx.notes.append(

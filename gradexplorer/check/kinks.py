@@ -40,6 +40,8 @@ __all__ = ["find_jumps", "KinkProbe", "settle_kinks", "DIRECTIONS", "MORE_DIRECT
 
 #: Random directions tried first, and in all when a row is still undecided.
 DIRECTIONS, MORE_DIRECTIONS = 4, 16
+#: How much smaller the step of a direction measured again is.
+REFINE = 512.0
 
 
 def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, int]:
@@ -107,20 +109,39 @@ class KinkProbe:
             self._draw(count - have)
         return self.along
 
+    def _base(self) -> float:
+        steps = self.p.steps("richardson")
+        return float(onp.max(steps[self.columns], initial=0.0)) or 1.0
+
     def _draw(self, k: int) -> None:
-        p = self.p
-        steps = p.steps("richardson")
-        base = float(onp.max(steps[self.columns], initial=0.0)) or 1.0
-        V = onp.zeros((k, p.n))
+        steps, base = self.p.steps("richardson"), self._base()
+        V = onp.zeros((k, self.p.n))
         V[:, self.columns] = self.gen.standard_normal((k, self.columns.size)) * (
             steps[self.columns] / base
         )
+        new = self._measure(V, base)
+        if self.along is not None:
+            old = self.along
+            new = _Along(
+                *(onp.concatenate([a, b]) for a, b in zip(vars(old).values(), vars(new).values()))
+            )
+        self.along = new
+
+    def refined(self, k: onp.ndarray) -> _Along:
+        """Directions k measured again from a step 512x smaller: a directional
+        difference that averaged over an oscillation finer than its step (and so
+        looked like a derivative f does not have) resolves it there; a true
+        non-differentiability (piecewise linear) reads the same at any step."""
+        return self._measure(self.along.vectors[k], self._base() / REFINE)
+
+    def _measure(self, V: onp.ndarray, base: float) -> _Along:
+        p = self.p
         d = directional_derivatives(
             p.batch,
             p.x0,
             self.est.y0,
             self.est.noise,
-            onp.full(k, base),
+            onp.full(V.shape[0], base),
             vectors=V,
             method="richardson",
             spacing=p.spacing(),
@@ -132,13 +153,7 @@ class KinkProbe:
         plus = onp.where(kink, d.right, d.est) if d.right is not None else d.est
         minus = onp.where(kink, d.left, d.est) if d.left is not None else d.est
         err = onp.where(kink, d.side_err, d.err) if d.side_err is not None else d.err
-        new = _Along(d.vectors, plus, minus, onp.where(known, err, onp.inf))
-        if self.along is not None:
-            old = self.along
-            new = _Along(
-                *(onp.concatenate([a, b]) for a, b in zip(vars(old).values(), vars(new).values()))
-            )
-        self.along = new
+        return _Along(d.vectors, plus, minus, onp.where(known, err, onp.inf))
 
 
 def settle_kinks(
@@ -173,7 +188,7 @@ def settle_kinks(
         along = probe.directions(count)
         undecided = []
         for i in rows:
-            outcome = _row_outcome(i, J, est, kink, rtol, allowance, along)
+            outcome = _row_outcome(i, J, est, kink, failing, rtol, allowance, along, probe)
             if outcome is None:
                 undecided.append(i)
                 continue
@@ -190,7 +205,7 @@ def _failing(verdicts: onp.ndarray) -> onp.ndarray:
     return (verdicts == Verdict.WRONG.code) | (verdicts == Verdict.IMPRECISE.code)
 
 
-def _row_outcome(i, J, est, kink, rtol, allowance, along: _Along):
+def _row_outcome(i, J, est, kink, failing, rtol, allowance, along: _Along, probe: KinkProbe):
     """True: right at a kink; False: wrong at a kink; "smooth": f is
     differentiable here (the smooth verdicts stand); None: undecided yet."""
     a_row = J[i]
@@ -198,7 +213,7 @@ def _row_outcome(i, J, est, kink, rtol, allowance, along: _Along):
         return "smooth"
     V = along.vectors
     av = V @ a_row
-    plus, minus, err = along.plus[:, i], along.minus[:, i], along.err[:, i]
+    plus, minus, err = (a[:, i].copy() for a in (along.plus, along.minus, along.err))
     known = onp.isfinite(err)
     if not known.any():
         return _coordinate_outcome(i, J, est, kink)
@@ -214,10 +229,30 @@ def _row_outcome(i, J, est, kink, rtol, allowance, along: _Along):
         linear = V @ N_row
         lin_tol = tol + FD_SAFETY * (onp.abs(V) @ E_row)
         nondiff = (onp.abs(plus - minus) > 2 * tol) | (onp.abs(plus - linear) > lin_tol)
-    nondiff_row = bool(onp.any(kink[i])) or bool(onp.any(nondiff & known))
-    if not nondiff_row:
+    kinked = bool(onp.any(kink[i])) or bool(onp.any((onp.abs(plus - minus) > 2 * tol) & known))
+    if not kinked and onp.any(nondiff & known):
+        # not linear in v, yet no kink along any line: three or more pieces meet at x
+        # (the middle of three ties), or a difference fooled by an oscillation finer
+        # than its step: measured again from a far smaller step, only the first stays
+        k = onp.flatnonzero(nondiff & known)
+        again = probe.refined(k)  # its directions snapped to the finer step's grid
+        V2 = again.vectors
+        av2, lin2 = V2 @ a_row, V2 @ N_row
+        p2, e2 = again.plus[:, i], again.err[:, i]
+        with onp.errstate(all="ignore"):
+            slack2 = onp.abs(V2) @ onp.abs(allowance[i])
+            tol2 = FD_SAFETY * e2 + rt * onp.maximum(onp.abs(av2), onp.abs(p2)) + slack2
+            still = onp.abs(p2 - lin2) > tol2 + FD_SAFETY * (onp.abs(V2) @ E_row)
+        if not onp.any(still & onp.isfinite(e2)):
+            return "smooth"
+        return True if onp.any((onp.abs(av2 - p2) <= tol2) & onp.isfinite(e2)) else None
+    elif not kinked:
         return "smooth"
-    if onp.all(in_hull[known]) and _coordinate_outcome(i, J, est, kink) is not False:
+    # a failing entry along which f has equal one-sided derivatives is no mix of the
+    # two sides there: only a branch met exactly (the middle of three ties) rescues it
+    smooth_failing = bool(onp.any(failing[i] & ~kink[i]))
+    hull = onp.all(in_hull[known]) and _coordinate_outcome(i, J, est, kink) is not False
+    if hull and not smooth_failing:
         return True
     if onp.any(match[known]):
         return True
@@ -249,6 +284,8 @@ def _apply(i, outcome, J, verdicts, violation, kink, failing, est, changed) -> N
     # the failing ones) are named; when every entry alone is between them, the
     # row as a whole is no branch and no mix of branches: all its kink entries
     cols = onp.flatnonzero(kink[i])
+    if not cols.size:  # no kink along any coordinate: the failing entries stay so
+        return
     r, l, e = est.right[i, cols], est.left[i, cols], est.side_err[i, cols]
     outside = onp.maximum(
         onp.maximum(onp.minimum(r, l) - J[i, cols], J[i, cols] - onp.maximum(r, l)), 0

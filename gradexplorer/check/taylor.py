@@ -32,6 +32,9 @@ HALVINGS = 12
 CLEAR = 100.0
 #: Observed orders below this mean the derivative is wrong.
 FIRST_ORDER_BELOW = 1.5
+#: A step where f's change and its derivative's prediction differ by more than this
+#: factor is outside the range where a Taylor expansion describes f.
+SCALE_APART = 10.0
 
 
 class Convergence(str, enum.Enum):
@@ -165,7 +168,14 @@ def taylor_blocks(
             nfev += hs.size
             samples.append(ys)
             with onp.errstate(all="ignore"):
-                per_dir.append(onp.abs(ys - y0[None, :] - hs[:, None] * jv[None, :]))
+                moved, predicted = ys - y0[None, :], hs[:, None] * jv[None, :]
+                rem = onp.abs(moved - predicted)
+                # a remainder means something only where f moves about as much as its
+                # derivative says: far apart at a step, f's own scale (an erratic f, a
+                # singularity nearby) is below that step, and no order can be read there
+                apart = onp.abs(predicted) > SCALE_APART * onp.abs(moved)
+                apart |= onp.abs(moved) > SCALE_APART * onp.abs(predicted)
+                per_dir.append(onp.where(apart, onp.nan, rem))
         # an output on a rounding staircase cannot show a remainder below its quantum
         # (on a flat stair the remainder is h·Jv exactly: a false first order)
         quantum = output_quantum(onp.concatenate(samples), y0, out_eps)

@@ -44,8 +44,9 @@ HOPELESS = 1e-3
 POOR = 1e-6
 POOR_ULPS = 1e3
 #: Shrink levels allowed where f looked smooth only at the finest noise probe
-#: (an oscillation far faster than the step: 8**8 is about that probe's scale).
-DEEP_SHRINK = 8
+#: (an oscillation far faster than the step: 8**8 is about that probe's scale, and one
+#: level more).
+DEEP_SHRINK = 9
 
 
 @dataclass
@@ -149,8 +150,10 @@ def directional_derivatives(
     richardson = method == "richardson"
     dir_eps = _direction_eps(coord_eps, columns, vectors, k)
     F0 = sample(all_idx, h, offsets)
-    if richardson and adapt and noise.max_depth >= 2:
-        max_shrink = max(max_shrink, DEEP_SHRINK)
+    if richardson and adapt and noise.structured.any():
+        # shrink one level past the scale where f's probes calmed down (a structure at
+        # that scale is only partly resolved there); the finest probe's scale is deeper
+        max_shrink = max(max_shrink, DEEP_SHRINK if noise.max_depth >= 2 else max_shrink + 1)
     nm = EntryNoise(noise, dir_eps, richardson and adapt)
     if out_eps is not None:
         # the stencil spans more of f than the noise probes: where its samples along
@@ -305,7 +308,7 @@ def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, si
     err = onp.where(unresolved, onp.inf, err)
     right = left = side_err = None
     if sides is not None and sides.kink.any():
-        kink = sides.kink & ~hopeless
+        kink = sides.kink & sides.confirmed & ~hopeless  # seen at two step levels alike
         right, left, side_err = sides.right, sides.left, sides.err
         with onp.errstate(invalid="ignore"):
             est = onp.where(kink, 0.5 * (right + left), est)

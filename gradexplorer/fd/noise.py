@@ -277,7 +277,7 @@ def probe_noise(
         samples.append(vals)
         sigma = onp.where(onp.isfinite(sigma), sigma, 0.0)
         finer = noisy & (sigma < fine)
-        depth = onp.where(finer & (sigma * STRUCTURE < fine), level, depth)
+        depth = onp.where(finer, level, depth)  # how deep f had to be probed to calm down
         fine = onp.where(finer, sigma, fine)
         model = model.with_quantum(output_quantum(onp.concatenate(samples), y0, out_eps))
     return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev

@@ -119,8 +119,7 @@ class RealMap:
     def batch(self, X: onp.ndarray) -> onp.ndarray:
         """f at each point (rows of X). A point where f raises (outside its domain:
         a probability above 1, a log of a negative) gives a row of NaN, and the
-        first such error is kept in ``domain_errors``; f raising at every point
-        is an error of f's, raised as it is."""
+        first such error is kept in ``domain_errors`` (the report names it)."""
         if not len(X):
             return onp.zeros((0, self.layout.real_size))
         rows: list = []
@@ -134,8 +133,8 @@ class RealMap:
                 continue
             rows.append(self._realified(y))
         if failed:
-            if len(failed) == len(rows):
-                raise failed[0]
+            # every point may be outside at a domain's edge (a probe that moves all
+            # coordinates at once): NaN rows, the error kept for the report's note
             if not self.domain_errors:
                 self.domain_errors.append(failed[0])
             nan = onp.full(self.layout.real_size, onp.nan)
