@@ -85,7 +85,7 @@ def test_f_returning_none_or_a_string(value, words):
 
 
 def test_grad_of_a_function_of_no_arguments():
-    with pytest.raises(ValueError, match="0 positional"):
+    with pytest.raises(ValueError, match="no arguments, so there is nothing to differentiate"):
         gx.grad(lambda: 3.0)()
 
 
@@ -145,3 +145,68 @@ def test_an_output_packed_by_plain_numpy_is_refused_not_zero(operator):
     f = lambda x: numpy.array([x[0] ** 2, x[1]])  # noqa: E731 - plain numpy cuts the trace
     with pytest.raises(gx.GradExplorerError, match="anp.array"):
         operator(f, numpy.array([1.0, 2.0]))
+
+
+def test_grad_names_none_and_an_empty_call():
+    with pytest.raises(TypeError, match="returned None.*return statement"):
+        gx.grad(lambda x: None)(np.ones(3))
+    with pytest.raises(ValueError, match="no arguments.*gx.grad\\(f\\)\\(x\\)"):
+        gx.grad(lambda: 1.0)()
+
+
+def test_verify_grad_names_a_non_numeric_output():
+    with pytest.raises(TypeError, match="returned a str"):
+        gx.verify_grad(lambda x: "hello", [np.ones(3)])
+
+
+def test_a_rule_in_another_calling_convention_is_named():
+    f = lambda x: np.sin(x)  # noqa: E731
+    with pytest.raises(TypeError, match=r"f_vjp\(\*args\) -> \(y, pullback\).*f_vjp\(x, g\)"):
+        gx.check_vjp(f, lambda x, g: g * np.cos(x), np.ones(3))
+    with pytest.raises(TypeError, match=r"f_jvp\(primals, tangents\)"):
+        gx.check_jvp(f, lambda x: np.cos(x), np.ones(3))
+
+
+def test_the_cli_names_a_function_that_mutates_its_input(tmp_path, capsys):
+    (tmp_path / "mutates_mod.py").write_text(
+        "def f(x):\n    x[0] = 2.0\n    return x * 3\n", encoding="utf-8"
+    )
+    import sys
+
+    from gradexplorer.__main__ import main
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        code = main(["check", "mutates_mod:f", "--shape", "3"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    err = capsys.readouterr().err
+    assert code == 2 and "changed its argument 'x' in place" in err and "ArrayBox" not in err
+
+
+def test_fd_errors_below_1e_300_are_not_printed_as_denormals():
+    from gradexplorer.check.report import format_fd_error
+
+    assert format_fd_error(2.2e-308) == "<1e-300" and format_fd_error(0.0) == "<1e-300"
+    r = gx.check_grads(lambda v: v * 1e-300, np.array([1.0, 2.0]))
+    assert "e-308" not in str(r) and "e-32" not in str(r)
+
+
+def test_sparse_inputs_are_refused_and_sparse_or_zero_outputs_checked():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([0.3, -0.2, 1.1], dtype=torch.float64)
+    with pytest.raises(TypeError, match="sparse.*to_dense"):
+        gx.check_grads(lambda v: v.sum(), x.to_sparse())
+    assert gx.check_grads(lambda v: (v * 2).to_sparse(), x).passed
+    assert gx.check_grads(torch.sgn, x).passed  # its backward is a ZeroTensor
+
+
+def test_a_point_at_the_edge_of_fs_domain_is_checked_from_inside():
+    def entropy_term(p):
+        if np.any(p < 0) or np.any(p > 1):
+            raise ValueError("p must be in [0, 1]")
+        return p * (1 - p)
+
+    r = gx.check_grads(entropy_term, np.array([0.3, 1.0, 0.0]))
+    assert r.passed, str(r)
+    assert any("edge of f's domain" in n and "p must be in [0, 1]" in n for n in r.notes)

@@ -33,6 +33,7 @@ from ..backends import autograd as _backend
 from ..backends.autograd import getval, trace_vjp
 from ..core.calls import Call, bind_call, check_callable, has_var_positional, parameter_names
 from ..core.outputs import nonfinite_summary as _nonfinite
+from ..core.outputs import output_layout
 from ..core.tree import flatten, float_kind, leaf_of, unflatten
 from ..errors import NonFiniteWarning
 from . import native
@@ -187,6 +188,8 @@ def grad(
         call = prepare_call(f, wrt, args, kwargs)
         tr = trace_vjp(call, call.values)
         y = _value_of(tr.value)
+        if y is None or isinstance(y, (str, bytes)):
+            output_layout(y, getattr(f, "__name__", "f"))  # None, a string: said plainly
         leaves, tree = flatten(y)
         if not tree.is_leaf or onp.ndim(y) != 0:
             shape = tree.describe() if not tree.is_leaf else onp.shape(y)

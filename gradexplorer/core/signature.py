@@ -150,15 +150,16 @@ def resolve_wrt(f: Callable, wrt: Any, nargs: int, kwargs: dict | None = None):
                 slot = i
             elif 0 <= i < len(names) and names[i] in kwargs:
                 slot = names[i]  # passed by keyword: differentiate it there
+            elif not nargs:
+                raise ValueError(
+                    "f was called with no arguments, so there is nothing to differentiate "
+                    f"(wrt={s!r}). Pass the point to the function the operator returns: "
+                    "gx.grad(f)(x), not gx.grad(f)()."
+                )
             else:
                 raise ValueError(
                     f"wrt={s!r} is out of range: f was called with {nargs} positional "
-                    f"argument(s), so valid indices are 0..{nargs - 1}"
-                    + (
-                        ". Pass the point as arguments to the returned function."
-                        if not nargs
-                        else "."
-                    )
+                    f"argument(s), so valid indices are 0..{nargs - 1}."
                 )
         if slot in slots:
             raise ValueError(
