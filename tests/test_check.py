@@ -419,3 +419,19 @@ def test_failing_verdict_is_measured_against_the_whole_allowance():
     assert verdict_for(0.18, 1.0, 1.0 + 1e-14, 1e-30).startswith("ok: within tolerance, 0.18")
     text = verdict_for(3.0, 1.0 + 1e-13, 1.0, 1e-30)
     assert "3x the allowed difference" in text and "FD error" not in text
+
+
+def test_assert_grads_fails_on_an_inconclusive_check_unless_allowed():
+    import warnings
+
+    assert_grads = gx.testing.assert_grads
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(AssertionError, match="INCONCLUSIVE"):
+            assert_grads(lambda x: anp.log(x), np.array([1.0, -1.0]))
+        r = assert_grads(lambda x: anp.log(x), np.array([1.0, -1.0]), allow_inconclusive=True)
+    assert r.outcome is gx.Outcome.INCONCLUSIVE and not r.passed
+    with pytest.raises(gx.GradientError):
+        r.raise_if_failed()
+    assert r.raise_if_failed(inconclusive_ok=True) is r

@@ -13,20 +13,23 @@ from collections.abc import Callable
 from typing import Any
 
 from .api import check_grads
-from .report import CheckReport
+from .report import CheckReport, Outcome
 
 __all__ = ["assert_grads"]
 
 
-def assert_grads(f: Callable, *args: Any, **kwargs: Any) -> CheckReport:
-    """Fail with the check report's text when f's derivatives are wrong.
+def assert_grads(
+    f: Callable, *args: Any, allow_inconclusive: bool = False, **kwargs: Any
+) -> CheckReport:
+    """Fail with the check report's text when f's derivatives are wrong — or
+    could not be verified (an INCONCLUSIVE check), unless ``allow_inconclusive``.
 
     Takes :func:`gradexplorer.check_grads`' arguments. On failure the
     AssertionError message is the report and, when matplotlib is installed,
-    the path of a PNG error heatmap; on success the report is returned.
+    the path of a PNG error heatmap; otherwise the report is returned.
     """
     report = check_grads(f, *args, **kwargs)
-    if report.passed:
+    if report.passed or (allow_inconclusive and report.outcome is Outcome.INCONCLUSIVE):
         return report
     message = str(report)
     path = _save_heatmap(report)
