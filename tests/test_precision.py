@@ -121,3 +121,18 @@ def test_report_renders():
     r = gx.check_precision(torch.tanh, torch.linspace(-1, 1, 4))
     assert r._repr_png_()[:4] == b"\x89PNG"
     assert "check_precision" in r._repr_html_()
+
+
+def test_precision_entries_share_the_check_entries_field_names():
+    import dataclasses
+
+    from gradexplorer.check.precision_report import PrecisionEntry
+
+    shared = {"out_index", "in_index", "label", "verdict"}
+    assert shared <= {f.name for f in dataclasses.fields(PrecisionEntry)}
+    assert shared <= {f.name for f in dataclasses.fields(gx.Entry)}
+    x = torch.linspace(-1, 1, 4)
+    r = gx.check_precision(lambda v: torch.sin(v) * v, x)
+    e = r.worst[0]
+    assert e.verdict is gx.Verdict.RIGHT and e.in_index == (e.col,) and e.out_index == (e.row,)
+    assert r.outcome is gx.Outcome.PASSED and e.reading.startswith("ok")

@@ -34,6 +34,7 @@ from ..core.tree import dtype_name
 from .precision_report import PrecisionEntry, PrecisionReport
 from .problem import Problem, as_rng, build_problem, traceable
 from .rules import flat, reverse_rows
+from .verdicts import Verdict, failing_verdict
 
 __all__ = ["check_precision", "ROUNDOFF_UNITS", "CONDITIONING_SAFETY", "SAMPLES"]
 
@@ -223,6 +224,10 @@ def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples) -> PrecisionR
     )
 
     def entry(i, j):
+        _, rside, ri = rows.locate(int(i))
+        _, cside, cj = cols.locate(int(j))
+        v = float(violation[i, j])
+        verdict = failing_verdict(float(A[i, j]), float(J[i, j])) if v > 1 else Verdict.RIGHT
         return PrecisionEntry(
             rows.label(i) + " / " + cols.label(j),
             int(i),
@@ -232,7 +237,10 @@ def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples) -> PrecisionR
             float(err[i, j]),
             float(units[i, j]),
             float(allowed_units[i, j]),
-            float(violation[i, j]),
+            v,
+            rside.index(ri),
+            cside.index(cj),
+            verdict,
         )
 
     mism = sorted((entry(i, j) for i, j in failing), key=lambda e: -e.violation)

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as onp
 
-from .report import Blocks, CheckReport
+from .report import Blocks, CheckReport, Outcome
+from .verdicts import Verdict
 
 __all__ = ["PrecisionEntry", "PrecisionReport"]
 
@@ -21,6 +22,9 @@ class PrecisionEntry:
     ``eps_units`` is ``|low - reference|`` in eps of the low precision times
     the block's scale; ``allowed_units`` what the precision makes unavoidable
     there; ``violation = eps_units / allowed_units`` (> 1: worse than allowed).
+    ``out_index``, ``in_index``, ``label`` and ``verdict`` mean what they mean
+    in a :class:`~gradexplorer.check.report.Entry` (the verdict: right, or
+    imprecise / wrong where the entry is worse than its precision allows).
     """
 
     label: str
@@ -32,6 +36,16 @@ class PrecisionEntry:
     eps_units: float
     allowed_units: float
     violation: float
+    out_index: tuple = ()
+    in_index: tuple = ()
+    verdict: Verdict = Verdict.RIGHT
+
+    @property
+    def reading(self) -> str:
+        """The verdict in words."""
+        if self.verdict is Verdict.RIGHT:
+            return f"ok: {self.eps_units:.3g} eps (allowed {self.allowed_units:.3g})"
+        return f"{self.verdict}: {self.eps_units:.3g} eps, allowed {self.allowed_units:.3g}"
 
     def __str__(self) -> str:
         return (
@@ -62,6 +76,15 @@ class PrecisionReport:
     notes: tuple[str, ...] = ()
     function: str = "f"
     samples: int = 4
+
+    @property
+    def outcome(self) -> Outcome:
+        """FAILED where an entry is worse than the precision allows or the float64
+        gradient itself is wrong; INCONCLUSIVE where that float64 check was."""
+        ref = self.reference_check.outcome
+        if self.mismatches or ref is Outcome.FAILED:
+            return Outcome.FAILED
+        return Outcome.INCONCLUSIVE if ref is Outcome.INCONCLUSIVE else Outcome.PASSED
 
     @property
     def shape(self) -> tuple[int, int]:
