@@ -81,7 +81,7 @@ def _head(c: Any) -> list[tuple[str, str]]:
         return []
     items = [("code", c.code)] if c.code else []
     if getattr(c, "rule_elsewhere", False) and c.rule is not None:
-        items.append(("text", f"its {c.verdict[6:]} rule, {c.rule.where}:"))
+        items.append(("text", f"its {c.verdict.rule} rule, {c.rule.where}:"))
         if c.rule.code:
             items.append(("code", c.rule.code))
     return items

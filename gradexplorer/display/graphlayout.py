@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..locate.local_check import BOOKKEEPING
+from ..locate.result import OpVerdict
 
 __all__ = [
     "Box", "Row", "boxes", "rows_of", "flow", "fit", "choose_rows", "box_key",
@@ -39,15 +40,13 @@ class Box:
         return node is not None and any(n is node for n in self.nodes)
 
     def kind(self, culprit: Any) -> str:
-        """``culprit``, ``wrong``, ``kink``, ``ok`` (all checked and right) or ``other``."""
+        """``culprit``, ``wrong``, ``ok`` (all checked and right) or ``other``."""
         verdicts = [n.verdict for n in self.nodes]
         if self.holds(culprit):
             return "culprit"
-        if any(v.startswith("wrong") for v in verdicts):
+        if any(v.wrong for v in verdicts):
             return "wrong"
-        if any(v == "kink" for v in verdicts):
-            return "kink"
-        return "ok" if all(v == "ok" for v in verdicts) else "other"
+        return "ok" if all(v is OpVerdict.OK for v in verdicts) else "other"
 
 
 def boxes(loc: Any) -> list[Box]:

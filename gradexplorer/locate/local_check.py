@@ -17,11 +17,14 @@ from ..check.report import CheckReport
 from ..core.tree import flatten, float_kind, map_leaves, unflatten
 from ..fd.jacobian import fd_columns
 from .context import float_leaves, real_vector
+from .result import OpVerdict
 
 __all__ = ["check_operation", "culprit_report", "BOOKKEEPING"]
 
+_NOT = OpVerdict.NOT_CHECKED
+
 #: The verdict of autograd's own gradient bookkeeping (not an operation of f's).
-BOOKKEEPING = "not checked: autograd's internal gradient bookkeeping"
+BOOKKEEPING = OpVerdict.BOOKKEEPING
 
 
 def _perturbed_args(rec: OpRecord, tangent_sets, weights):
@@ -103,15 +106,16 @@ def _is_plumbing(rec: OpRecord) -> bool:
     return any(type(leaf).__name__ == "SparseObject" for v in values for leaf in flatten(v)[0])
 
 
-def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[str, float]:
-    """``(verdict, violation)`` of one operation along the given tangents."""
+def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[OpVerdict, float, str]:
+    """``(verdict, violation, reason)`` of one operation along the given tangents
+    (``reason`` says why an operation was not checked)."""
     if _is_plumbing(rec) or rec.name in ("container_untake", "sparse_add"):
-        return BOOKKEEPING, onp.nan
+        return BOOKKEEPING, onp.nan, "autograd's internal gradient bookkeeping"
     out_leaves = float_leaves(rec.value)
     if not out_leaves:
-        return "not checked: its output is not a float array", onp.nan
+        return _NOT, onp.nan, "its output is not a float array"
     if not any(t is not None for tans in tangent_sets for _, tl in tans for t in tl):
-        return "not checked: its inputs do not move with f's input", onp.nan
+        return _NOT, onp.nan, "its inputs do not move with f's input"
     # scale the tangents to a step of ~2^-8 of the arguments' size
     K = len(tangent_sets)
     arg_scale = (
@@ -162,17 +166,17 @@ def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[str, flo
                 evaluate, x0, y0, steps, spacing, "richardson", out_eps=eps, rng=gen
             )
     except Exception as exc:
-        return f"not checked: it fails on nearby inputs ({type(exc).__name__})", onp.nan
+        return _NOT, onp.nan, f"it fails on nearby inputs ({type(exc).__name__})"
     rt = RTOL_ULPS * max(eps, max(_eps_of(rec.args[a]) for a in rec.argnums))
-    worst, verdict = 0.0, "ok"
+    worst, verdict = 0.0, OpVerdict.OK
     # reverse mode, along each tangent
     try:
         u = _random_cotangent(rec.value, gen)
         cots = backend.op_vjp(rec, u)
     except NotImplementedError as exc:
-        return f"not checked: {exc}", onp.nan
+        return _NOT, onp.nan, str(exc)
     except Exception as exc:
-        return f"not checked: its VJP raised {type(exc).__name__}", onp.nan
+        return _NOT, onp.nan, f"its VJP raised {type(exc).__name__}"
     ur = _u_real(u, rec.value)
     judged = False
     for k, tans in enumerate(scaled):
@@ -187,12 +191,9 @@ def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[str, flo
         judged = True
         worst = max(worst, v)
     if not judged:
-        return (
-            "not checked: finite differences cannot resolve it here (kink, jump or noise)",
-            onp.nan,
-        )
+        return _NOT, onp.nan, "finite differences cannot resolve it here (kink, jump or noise)"
     if worst > 1:
-        return "wrong VJP", worst
+        return OpVerdict.WRONG_VJP, worst, ""
     # forward mode, where a rule exists
     for k, tans in enumerate(scaled):
         try:
@@ -226,9 +227,9 @@ def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[str, flo
             )
         vmax = float(onp.max(v[ok], initial=0.0))
         if vmax > 1:
-            verdict = "wrong JVP"
+            verdict = OpVerdict.WRONG_JVP
             worst = max(worst, vmax)
-    return verdict, worst
+    return verdict, worst, ""
 
 
 def culprit_report(rec: OpRecord, rng, backend) -> CheckReport | None:

@@ -24,7 +24,7 @@ from ..backends import bind_prepared, opened
 from ..check.problem import as_rng
 from .context import random_tangents, shapes, tangents_in_context
 from .local_check import check_operation, culprit_report
-from .result import Localization, OpNode
+from .result import Localization, OpNode, OpVerdict
 from .sites import rule_site_of, site_of
 
 __all__ = ["locate", "Localization", "OpNode", "DIRECTIONS"]
@@ -95,13 +95,14 @@ def _locate(prep, gen, directions: int, system) -> Localization:
     for i, rec in enumerate(records):
         tangent_sets = tangents[i] if i < aligned and tangents[i] else [random_tangents(rec, gen)]
         try:
-            verdict, err = check_operation(rec, tangent_sets, gen, system)
+            verdict, err, reason = check_operation(rec, tangent_sets, gen, system)
         except Exception as exc:  # an operation the checker cannot evaluate on its own
-            verdict, err = f"not checked: {type(exc).__name__}: {exc}"[:120], onp.nan
+            verdict, err = OpVerdict.NOT_CHECKED, onp.nan
+            reason = f"{type(exc).__name__}: {exc}"[:110]
         site = site_of(rec, system)
         call = tuple(getattr(rec, "call", ()) or ())
         group = first_of_call.setdefault(call, rec.index) if call else rec.index
-        wrong_first = verdict.startswith("wrong") and culprit is None
+        wrong_first = verdict.wrong and culprit is None
         report = culprit_report(rec, gen, system) if wrong_first else None
         rule = rule_site_of(rec, system, verdict) if wrong_first else None
         node = OpNode(
@@ -119,6 +120,7 @@ def _locate(prep, gen, directions: int, system) -> Localization:
             call[0] if call and call[0] != rec.name else "",
             group,
             rule,
+            reason,
         )
         nodes.append(node)
         if culprit is None and node.wrong:

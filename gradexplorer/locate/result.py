@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import html
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +12,33 @@ import numpy as onp
 from ..check.report import CheckReport
 from .sites import Site
 
-__all__ = ["OpNode", "Localization"]
+__all__ = ["OpNode", "Localization", "OpVerdict"]
+
+
+class OpVerdict(str, enum.Enum):
+    """What the local check of one traced operation found.
+
+    >>> OpVerdict.WRONG_VJP.wrong, OpVerdict.WRONG_JVP.rule, str(OpVerdict.OK)
+    (True, 'JVP', 'ok')
+    """
+
+    OK = "ok"
+    WRONG_VJP = "wrong VJP"
+    WRONG_JVP = "wrong JVP"
+    NOT_CHECKED = "not checked"
+    BOOKKEEPING = "bookkeeping"  # autograd's own gradient plumbing, not f's operation
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def wrong(self) -> bool:
+        return self in (OpVerdict.WRONG_VJP, OpVerdict.WRONG_JVP)
+
+    @property
+    def rule(self) -> str:
+        """The kind of rule a wrong verdict blames: ``"VJP"`` or ``"JVP"``."""
+        return "JVP" if self is OpVerdict.WRONG_JVP else "VJP"
 
 
 @dataclass(frozen=True)
@@ -23,8 +50,9 @@ class OpNode:
     ``source`` where the user's code called it (``path/file.py:LINE``, or in a
     notebook ``cell [N], line L``; ``... (definition)`` when f itself is the
     operation) and ``code`` that line's text, ``site`` the same as a
-    :class:`~gradexplorer.locate.sites.Site`; ``verdict`` is ``ok``, ``wrong
-    VJP``, ``wrong JVP`` or ``not checked: <reason>``; ``local_error`` the
+    :class:`~gradexplorer.locate.sites.Site`; ``verdict`` an :class:`OpVerdict`
+    (ok, wrong VJP, wrong JVP, not checked, bookkeeping) and ``reason`` why an
+    operation was not checked; ``local_error`` the
     largest violation of its local check (> 1 fails). ``call`` names the
     library function the user's line called when the operation is one of
     several it is made of (``stack`` for the ``array``, ``getitem`` and
@@ -37,7 +65,7 @@ class OpNode:
     index: int
     name: str
     source: str
-    verdict: str
+    verdict: OpVerdict
     local_error: float
     parents: tuple[int, ...]
     in_shapes: tuple
@@ -48,6 +76,7 @@ class OpNode:
     call: str = ""
     group: int = -1
     rule: Site | None = field(default=None, repr=False)
+    reason: str = ""
 
     @property
     def rule_elsewhere(self) -> bool:
@@ -66,16 +95,21 @@ class OpNode:
 
     @property
     def wrong(self) -> bool:
-        return self.verdict.startswith("wrong")
+        return self.verdict.wrong
 
     @property
     def checked(self) -> bool:
-        return not self.verdict.startswith("not checked")
+        return self.verdict not in (OpVerdict.NOT_CHECKED, OpVerdict.BOOKKEEPING)
+
+    @property
+    def reading(self) -> str:
+        """The verdict in words, with the reason an operation was not checked."""
+        return f"{self.verdict}: {self.reason}" if self.reason else str(self.verdict)
 
     def __str__(self) -> str:
         err = f"{self.local_error:.3g}" if onp.isfinite(self.local_error) else "-"
         name = f"{self.call}: {self.name}" if self.call and self.call != self.name else self.name
-        return f"#{self.index:<3} {name:<16} {self.source:<36} {self.verdict:<12} {err}"
+        return f"#{self.index:<3} {name:<16} {self.source:<36} {self.reading:<12} {err}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -119,7 +153,7 @@ class Localization:
         if c is not None and c.code:
             lines.append(f"  {c.source}: {c.code}")
         if c is not None and c.rule_elsewhere:
-            lines.append(f"  its {c.verdict[6:]} rule, {c.rule.where}: {c.rule.code}")
+            lines.append(f"  its {c.verdict.rule} rule, {c.rule.where}: {c.rule.code}")
         if c is not None and c.report is not None:
             lines.append("  the culprit's own derivative:")
             lines.extend("    " + ln for ln in str(c.report).splitlines()[:8])
@@ -133,13 +167,13 @@ class Localization:
             code = f"<br><code>{html.escape(n.code)}</code>" if n.code and n is self.culprit else ""
             if n is self.culprit and n.rule_elsewhere:
                 code += (
-                    f"<br>its {html.escape(n.verdict[6:])} rule, <code>{html.escape(n.rule.where)}"
+                    f"<br>its {n.verdict.rule} rule, <code>{html.escape(n.rule.where)}"
                     f"</code>: <code>{html.escape(n.rule.code)}</code>"
                 )
             rows.append(
                 f"<tr{style}><td>{n.index}</td><td>{html.escape(n.name)}</td>"
                 f"<td><code>{html.escape(n.source)}</code>{code}</td>"
-                f"<td>{html.escape(n.verdict)}</td><td>{err}</td></tr>"
+                f"<td>{html.escape(n.reading)}</td><td>{err}</td></tr>"
             )
         return (
             f"<div><b>{html.escape(self._headline())}</b><table><tr><th>#</th>"

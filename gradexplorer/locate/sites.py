@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ..backends.base import OpRecord
 
@@ -139,11 +140,11 @@ def site_of(rec: OpRecord, backend) -> Site | None:
     return describe_site(*site, definition=True)
 
 
-def rule_site_of(rec: OpRecord, backend, verdict: str) -> Site | None:
+def rule_site_of(rec: OpRecord, backend, verdict: Any) -> Site | None:
     """Where the user wrote the rule a ``wrong VJP`` / ``wrong JVP`` verdict is
     about, when the backend can tell (None for a library's own rule)."""
     find = getattr(backend, "rule_site", None)
-    kind = "JVP" if verdict.endswith("JVP") else "VJP"
+    kind = verdict.rule
     try:
         site = find(rec, kind) if find is not None else None
     except Exception:  # a rule the backend cannot introspect: say nothing
