@@ -26,6 +26,7 @@ def make_entry(
     reason: Unresolvable | None = None,
     one_sided: tuple[float, float] | None = None,
     detail: str = "",
+    summary: str = "",
     row_label: str | None = None,
 ) -> Entry:
     """An :class:`Entry` for row i (``-1``: a random cotangent) and column j
@@ -70,6 +71,7 @@ def make_entry(
         reason=reason,
         one_sided=one_sided,
         detail=detail,
+        summary=summary,
     )
 
 

@@ -339,7 +339,7 @@ def _nonlinear_entries(ctx: FastContext, u, ru, columns) -> list[Entry]:
                 make_entry(
                     p.rows, p.cols, -1, j, ru[j], num, e, abs(ru[j] - num) / tol,
                     kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
-                    detail="VJP not linear in its cotangent",
+                    summary="VJP not linear in its cotangent",
                 )
             )  # fmt: skip
     return out
@@ -362,7 +362,7 @@ def _nonlinear_jvp(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> list[En
                 make_entry(
                     p.rows, p.cols, int(i), -1, jv[i], jd.est[i], jd.err[i], viol[i],
                     kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
-                    detail="JVP not linear in its tangent",
+                    summary="JVP not linear in its tangent",
                 )
             )  # fmt: skip
     if out:

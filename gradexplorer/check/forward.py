@@ -118,12 +118,13 @@ def judge_forward(
 
 def _jvp_entry(p, J, N, E, Vf, verdicts, i, j) -> Entry:
     a = J[i, j]
-    detail = ""
+    summary, verdict = "", Verdict.from_code(verdicts[i, j])
     if onp.iscomplexobj(J) and a.imag != 0:
-        detail = (
+        summary = (
             f"the tangent of a real output has an imaginary part ({a.imag:.3g}): "
             "a JVP rule mishandles complex inputs"
         )
+        verdict = Verdict.WRONG  # however right its real part is
     return make_entry(
         p.rows,
         p.cols,
@@ -134,8 +135,8 @@ def _jvp_entry(p, J, N, E, Vf, verdicts, i, j) -> Entry:
         E[i, j],
         Vf[i, j],
         kind=Comparison.JVP,
-        verdict=Verdict.from_code(verdicts[i, j]),
-        detail=detail,
+        verdict=verdict,
+        summary=summary,
     )
 
 
@@ -173,7 +174,7 @@ def _nonlinear_jvp(p, ratio, d, jd, N, E, rtol, atol, precision, notes) -> list[
             float(v_jvp[i]),
             kind=Comparison.LINEARITY,
             verdict=Verdict.WRONG,
-            detail=(
+            summary=(
                 "JVP not linear in its tangent: a random tangent d gives "
                 f"{onp.real(jd[i]):.6g}, the finite differences {num_d[i]:.6g}"
             ),

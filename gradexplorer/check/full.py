@@ -159,7 +159,7 @@ def _taylor_entry(p: Problem, b) -> Entry:
     return Entry(
         side.wrt, (), (), onp.nan, onp.nan, onp.nan, onp.inf, f"{b.output} / {b.input}",
         onp.inf, -1, -1, Verdict.WRONG, Comparison.TAYLOR,
-        detail=f"Taylor remainder of the block shrinks like h^{b.order:.2g}, not h²",
+        summary=f"its Taylor remainder shrinks like h^{b.order:.2g}, not h²: the block is wrong",
     )  # fmt: skip
 
 

@@ -61,7 +61,7 @@ def nonlinear_vjp(
             v_lin[j],
             kind=Comparison.LINEARITY,
             verdict=Verdict.WRONG,
-            detail=(
+            summary=(
                 f"{rule} not linear in its cotangent: a random cotangent u gives "
                 f"{ru[j]:.6g}, u·(its unit-cotangent rows) gives {rev.uA[j]:.6g}"
             ),

@@ -91,13 +91,16 @@ class Entry:
     reason: Unresolvable | None = None
     one_sided: tuple[float, float] | None = None
     detail: str = ""
+    #: what was wrong, in words, where the numbers alone would mislead (a rule not
+    #: linear in its cotangent, an imaginary tangent of a real output)
+    summary: str = ""
 
     @property
     def reading(self) -> str:
         """The verdict in words, one line (for tables, tooltips, summaries)."""
         v = self.verdict
-        if self.kind is Comparison.LINEARITY and self.detail:
-            return self.detail
+        if self.summary:
+            return f"{self.summary}; {self.detail}" if self.detail else self.summary
         if v is Verdict.UNRESOLVABLE:
             text = "unresolvable: " + (self.reason.text if self.reason else "no estimate")
         elif v is Verdict.RIGHT_AT_KINK:

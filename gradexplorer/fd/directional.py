@@ -298,7 +298,13 @@ def resolution_floor(est: onp.ndarray, err: onp.ndarray) -> onp.ndarray:
 def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, sides) -> Directional:
     err = resolution_floor(est, err + nm.rel * onp.abs(est))
     reason = onp.zeros(est.shape, onp.int8)
-    hopeless = nm.rel > HOPELESS
+    # noise comparable to f itself leaves nothing to resolve — unless f is round-off
+    # dust around zero (an imaginary part that is 0 in exact arithmetic): there the
+    # estimate still bounds the derivative far below the Jacobian's scale
+    with onp.errstate(invalid="ignore"):
+        calm = onp.isfinite(err) & onp.isfinite(est) & has & ~(nm.rel > HOPELESS)
+        scale = float(onp.max(onp.abs(est[calm]), initial=0.0))
+    hopeless = (nm.rel > HOPELESS) & ~(err <= HOPELESS * scale)
     reason[hopeless] = Unresolvable.ERRATIC
     err = onp.where(hopeless, onp.inf, err)
     unresolved = ~has & ~hopeless
