@@ -593,3 +593,21 @@ add(
         PASSED,
     )
 )
+
+
+# torch.triangular_solve with upper=True reads only A's upper triangle (f does not change
+# with the lower one: those columns of the Jacobian are 0), yet its forward-mode rule
+# gives the tangent of a full solve, -A^-1 dA X: nonzero for A[j, k] below the diagonal
+# at rows i <= j (A^-1 is upper triangular). Reverse mode is right. Columns: 3j + k.
+_At = torch.tensor([[3.5, -0.4, 0.9], [0.0, 2.8, 0.3], [0.0, 0.0, 3.1]], dtype=torch.float64)
+_bt = torch.tensor([[0.6], [-1.2], [0.4]], dtype=torch.float64)
+add(
+    TrustCase(
+        "torch_triangular_solve_forward_rule",
+        "torch defect",
+        lambda A: torch.triangular_solve(_bt, A, upper=True).solution,
+        (_At.clone(),),
+        FAILED,
+        wrong={(i, 3 * j + k) for j, k in ((1, 0), (2, 0), (2, 1)) for i in range(j + 1)},
+    )
+)

@@ -102,7 +102,11 @@ def judge_forward(
             "entr" + ("y" if len(entries) == 1 else "ies") + " where reverse mode (VJP) "
             "is right: a defjvp rule is wrong."
         )
-    entries += _nonlinear_jvp(p, jvp_ratio, d, jd_rand, N, E, rtol, jd.atol, precision, notes)
+    # the rows' own round-off (measured at nearby points) along d, as for every entry
+    roundoff = onp.abs(jd.wobble) @ onp.abs(d)
+    entries += _nonlinear_jvp(
+        p, jvp_ratio, d, jd_rand, N, E, rtol, jd.atol + roundoff, precision, notes
+    )
     if fwd.fallback_ops:
         ops = fwd.fallback_ops
         notes.append(

@@ -122,9 +122,20 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     wobble = rounding_spread(p, A, opts.gen, wobble_rows)
     # a derivative that jumps when x moves by a few ulps is at a tie (the backward
     # follows another branch), not round-off: that is settled at the kink, not excused
+    # (large for its row, and beyond round-off of the Jacobian's own scale: a row of
+    # round-off dust, an imaginary part that is 0, wobbles as much as it is large)
     with onp.errstate(invalid="ignore"):
         size = onp.fmax(onp.nanmax(onp.abs(A), axis=1), onp.nanmax(onp.abs(N), axis=1))
-    wobble = onp.where(wobble > ROUNDING_AT_MOST * size[:, None], 0.0, wobble)
+        whole = float(onp.nanmax(onp.abs(onp.where(onp.isfinite(A), A, 0.0)), initial=0.0))
+    jump = (wobble > ROUNDING_AT_MOST * size[:, None]) & (wobble > RTOL_ULPS * eps * whole)
+    wobble = onp.where(jump, 0.0, wobble)
+    # a row that is round-off through and through (analytic and numeric within 256 ulps
+    # of the Jacobian's scale: an imaginary part that is 0) is judged at that scale; a
+    # row with one large entry is not, so a wrong small entry beside it stays wrong
+    with onp.errstate(invalid="ignore"):
+        dust_level = RTOL_ULPS * eps * whole
+        dust = onp.all(onp.abs(A) <= dust_level, axis=1) & onp.all(onp.abs(N) <= dust_level, axis=1)
+    wobble = onp.where(dust[:, None], onp.fmax(wobble, dust_level), wobble)
     ngrad = ROUNDING_SAMPLES * (1 + len(wobble_rows)) if len(wobble_rows) else 0
     allowance = allowance + wobble
     V = judge(A, N, E, rtol, allowance)

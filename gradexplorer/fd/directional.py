@@ -217,6 +217,10 @@ def directional_derivatives(
         settled[active] |= sides.confirmed[active]
     # --- grow where an entry is settled on noise alone but poorly known
     hg = h.copy()
+    # f exactly flat at every step so far (each sample equals f(x)): a derivative of
+    # 0, or a stair of a rounding staircase wider than the steps; a larger step tells
+    flat = onp.all(F0 == y0[None, None, :], axis=1) & (est == 0)
+    stair = onp.zeros(est.shape, bool)
     limit = onp.zeros(k) if grow_to is None else onp.asarray(grow_to, dtype=float)
     # an estimate that only steers a search (balance=inf) is not refined further
     for _ in range(0 if onp.isinf(balance) else max_grow + 1):
@@ -232,19 +236,28 @@ def directional_derivatives(
         if active.size == 0:
             break
         rescale(hg, active, SHRINK)
-        lvl = level(active, hg, grown=True)
+        F = sample(active, hg[active], offsets)
+        lvl = judged(F, hg[active], active, nm.later, track_sides=False)
         better = lvl.consistent & (lvl.err < err[active]) & (lvl.trunc <= BALANCE * lvl.noise)
         better &= ~sides.kink[active]
         gap = onp.abs(lvl.est - est[active])
         agree = gap <= lvl.err + err[active]
         take = better & agree
+        # flat at small steps, moving at a larger one, and no trustworthy estimate
+        # there: the zero was a stair, not the derivative
+        moved = onp.any(F != y0[None, None, :], axis=1)
+        stair[active] |= flat[active] & moved & ~take
+        flat[active] &= ~moved
         sub_est, sub_err = est[active], err[active]
         est[active] = onp.where(take, lvl.est, sub_est)
         err[active] = onp.where(take, lvl.err, sub_err)
         noise_err[active] = onp.where(take, lvl.noise, noise_err[active])
         # a consistent larger step that disagrees shows the old error was too small
         err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
-    return _finish(est, err, noise_err, has, nonfinite, y_bad, hs, sample, nm, noise, sides)
+    err = onp.where(stair, onp.inf, err)
+    out = _finish(est, err, noise_err, has, nonfinite, y_bad, hs, sample, nm, noise, sides)
+    out.reason[stair & onp.isinf(out.err)] = Unresolvable.STAIRCASE
+    return out
 
 
 def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
