@@ -157,7 +157,7 @@ class RuleBackend:
         return False
 
     @staticmethod
-    def to_array(a: Any) -> Any:
+    def to_array(a: Any, like: Any = None) -> Any:
         return a
 
     @staticmethod

@@ -180,7 +180,7 @@ def inconclusive_reason(p: Problem, verdicts: onp.ndarray, settled=None) -> str:
 
 def domain_notes(p: Problem) -> list[str]:
     """Say so when f raised at points within the step (the edge of its domain)."""
-    errors = getattr(p.rmap, "domain_errors", None)
+    errors = p.evaluator.domain_errors or getattr(p.rmap, "domain_errors", None)
     if not errors:
         return []
     exc = errors[0]

@@ -35,7 +35,8 @@ class Estimates:
     right: onp.ndarray | None = None
     left: onp.ndarray | None = None
     side_err: onp.ndarray | None = None
-    quantum: onp.ndarray | None = None  # per output: the staircase it moves on (0: none)
+    #: per entry: the quantum of the staircase f's output moves on along its column
+    entry_quantum: onp.ndarray | None = None
 
     @property
     def kink(self) -> onp.ndarray:
@@ -50,7 +51,7 @@ def fd_stage(p: Problem, opts: Options) -> Estimates:
     if opts.method == "complex_step":
         return _complex_step(p, opts, x0, y0, out_eps)
     N, E, R, nfev, noise, sides = fd_columns(
-        p.batch,
+        p.evaluator,
         x0,
         y0,
         p.steps(opts.method),

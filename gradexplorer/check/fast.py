@@ -133,8 +133,8 @@ def _context(p: Problem, opts: Options, method: str):
     row_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
     col_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.cols.sides])
     U = gen.standard_normal((N_PROJECTIONS, m))
-    ext = lambda X: _extended(p.batch(X), U)  # noqa: E731
-    y0_ext = _extended(y0[None], U)[0]
+    ext = p.evaluator.projected(U)
+    y0_ext = ext(x0[None])[0]  # as the evaluator itself computes it (on its device)
     ext_eps = onp.concatenate([row_eps, onp.full(N_PROJECTIONS, row_eps.max())])
     noise_ext, nf = probe_noise(ext, x0, y0_ext, steps, spacing, ext_eps, rng=gen, directions=1)
     ctx = FastContext(
@@ -301,12 +301,6 @@ def _same_as_reverse(ctx: FastContext, u, jv, r, d, failing) -> bool:
     return same
 
 
-def _extended(Y: onp.ndarray, U: onp.ndarray) -> onp.ndarray:
-    """f's rows followed by its projections ``u_k·f`` (measured as outputs of their own)."""
-    with onp.errstate(all="ignore"):
-        return onp.hstack([Y, Y @ U.T])
-
-
 def _nonlinear_entries(ctx: FastContext, u, ru, columns) -> list[Entry]:
     """Columns where vjp(u) for a random u disagrees with uᵀ·(FD column)."""
     from ..fd.directional import exact_steps
@@ -315,7 +309,7 @@ def _nonlinear_entries(ctx: FastContext, u, ru, columns) -> list[Entry]:
     spacing = p.spacing()
     steps = exact_steps(ctx.x0[columns], ctx.scale[columns] * ctx.base, spacing[columns])
     res = directional_derivatives(
-        p.batch,
+        p.evaluator,
         ctx.x0,
         ctx.y0,
         ctx.row_noise,

@@ -84,7 +84,7 @@ class FastContext:
         tests only steer the search, every reported entry is judged alone.
         ``outputs`` (row indices) keeps only those rows, and spends no time on
         the others (f still computes them)."""
-        evaluate = evaluate or self.p.batch
+        evaluate = evaluate or self.p.evaluator
         y0 = self.y0 if y0 is None else y0
         noise = self.row_noise if noise is None else noise
         if outputs is not None:

@@ -180,7 +180,7 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
     spacing = p.spacing()
     step = exact_steps(ctx.x0[[j]], (ctx.scale[[j]] * ctx.base), spacing[[j]])
     res = directional_derivatives(
-        p.batch,
+        p.evaluator,
         ctx.x0,
         ctx.y0,
         ctx.row_noise,
@@ -225,7 +225,7 @@ def _columns_then_rows(ctx: FastContext, u: onp.ndarray) -> list[Entry]:
     noise_u = NoiseModel(
         proj(rn.coarse), proj(rn.fine), proj(rn.floor), onp.array([abs(u @ ctx.y0)])
     )
-    ev = lambda X: (ctx.p.batch(X) @ u)[:, None]  # noqa: E731
+    ev = ctx.p.evaluator.projected(u[None, :], keep=False)
     y0u = onp.array([u @ ctx.y0])
     rt = RTOL_ULPS * float(ctx.col_eps.max()) if ctx.rtol is None else ctx.rtol
     r = ctx.vjp(u)

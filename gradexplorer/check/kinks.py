@@ -62,7 +62,7 @@ def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, int]:
         for factor in (2.0**6, 2.0**12):
             steps = exact_steps(x0[columns], base * factor, spacing[columns])
             d = directional_derivatives(
-                p.batch,
+                p.evaluator,
                 x0,
                 est.y0,
                 quiet,
@@ -137,7 +137,7 @@ class KinkProbe:
     def _measure(self, V: onp.ndarray, base: float) -> _Along:
         p = self.p
         d = directional_derivatives(
-            p.batch,
+            p.evaluator,
             p.x0,
             self.est.y0,
             self.est.noise,

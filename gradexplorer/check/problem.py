@@ -22,6 +22,7 @@ from ..core.calls import Call, bind_call
 from ..core.guards import guarded_call, reseeded
 from ..core.outputs import OutputLayout
 from ..core.tree import Leaf
+from ..fd.evaluation import DeviceEvaluator, HostEvaluator
 from ..fd.jacobian import RealMap, coordinate_eps, coordinate_spacing, steps_for, typical_steps
 from .report import Blocks
 
@@ -60,11 +61,27 @@ class Problem:
     not_checked: tuple = ()  # (label, reason) of arguments / leaves held constant
     extra_notes: list = field(default_factory=list)
     backend: Any = None  # the AD system (gradexplorer.backends): vjp, jvp, value, np
+    #: where f is evaluated for finite differences (:mod:`gradexplorer.fd.evaluation`):
+    #: on the host, or on the device the inputs live on
+    evaluator: Any = None
+    _x0: onp.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.evaluator is None:
+            owner = self.rmap
+            self.evaluator = HostEvaluator(self._batch_host, owner)
 
     @property
     def x0(self) -> onp.ndarray:
-        to_numpy = self.backend.to_numpy if self.backend is not None else onp.asarray
-        return onp.concatenate([onp.asarray(to_numpy(v), dtype=float) for v in self.vs])
+        """The point as one float64 vector, on the host (a copy, made once)."""
+        if self._x0 is None:
+            to_numpy = self.backend.to_numpy if self.backend is not None else onp.asarray
+            self._x0 = onp.concatenate([onp.asarray(to_numpy(v), dtype=float) for v in self.vs])
+        return self._x0
+
+    @property
+    def device(self) -> str:
+        return self.evaluator.device
 
     @property
     def n(self) -> int:
@@ -76,16 +93,20 @@ class Problem:
 
     def split(self, x: onp.ndarray) -> list:
         """A concatenated vector back into one vector per leaf, in its dtype (as the
-        backend's arrays)."""
+        backend's arrays, on the device the point's leaves live on)."""
         out, start = [], 0
-        for s in self.cols.sides:
+        for s, like in zip(self.cols.sides, self.vs):
             n = s.real_size
             seg = onp.asarray(x[start : start + n], dtype=s.real_dtype)
-            out.append(self.backend.to_array(seg) if self.backend is not None else seg)
+            out.append(self.backend.to_array(seg, like=like) if self.backend is not None else seg)
             start += n
         return out
 
     def batch(self, X: onp.ndarray) -> onp.ndarray:
+        """f at host points (rows of X), evaluated where f lives."""
+        return self.evaluator(X)
+
+    def _batch_host(self, X: onp.ndarray) -> onp.ndarray:
         if self.rmap is not None:  # f itself: points outside its domain give NaN rows
             return self.rmap.batch(X)
         return onp.stack([self.evaluate_one(x) for x in X]) if len(X) else onp.zeros((0, self.m))
@@ -163,13 +184,16 @@ def build_problem(
         layout = layout.without(marks(call))
     specs = call.specs
     vs = [s.to_real(backend.to_numpy(v)) for s, v in zip(specs, call.values)]
-    vs = [backend.to_array(v.astype(s.real_dtype)) for v, s in zip(vs, specs)]
+    vs = [
+        backend.to_array(v.astype(s.real_dtype), like=value)
+        for v, s, value in zip(vs, specs, call.values)
+    ]
     F = traceable(call, layout, reseed, backend)
     rmap = RealMap(call, layout, reseed, backend)
     not_checked = tuple(call.constants) + tuple(
         (label, f"{reason} (an output with no derivative)") for label, reason in layout.constants
     )
-    return Problem(
+    p = Problem(
         F,
         vs,
         Blocks(tuple(specs)),
@@ -183,6 +207,25 @@ def build_problem(
         not_checked,
         backend=backend,
     )
+    if backend.capabilities.devices and vs:
+        # f evaluated where its inputs live, with that device's kernels
+        p.evaluator = device_evaluator(p, backend.device_kit(call.values[0]))
+        p.evaluate_one = lambda x: p.evaluator(x[None])[0]
+    return p
+
+
+def device_evaluator(p: Problem, kit: Any) -> DeviceEvaluator:
+    """A :class:`DeviceEvaluator` of p's F: one real vector on the device in, f's
+    realified output (float64) out; each leaf cut from the vector in its dtype."""
+    bounds = onp.cumsum([0] + [s.real_size for s in p.cols.sides])
+    dtypes = [str(s.real_dtype) for s in p.cols.sides]
+    F = p.F
+
+    def flat(x):
+        leaves = [kit.cast(x[a:b], d) for a, b, d in zip(bounds[:-1], bounds[1:], dtypes)]
+        return kit.cast(F(*leaves), "float64")
+
+    return DeviceEvaluator(flat, kit, p.x0)
 
 
 def traceable(call: Call, layout: OutputLayout, reseed: int | None, backend: Any) -> Callable:

@@ -298,7 +298,7 @@ def taylor_test(
 
         out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
         steps = p.steps("richardson")
-        noise, n_probe = probe_noise(p.batch, x0, y0, steps, p.spacing(), out_eps, rng=gen)
+        noise, n_probe = probe_noise(p.evaluator, x0, y0, steps, p.spacing(), out_eps, rng=gen)
         floor = NOISE_SIGMAS * noise.level0
         blocks, nfev = taylor_blocks(
             p.evaluate_one, x0, y0, jvp, p.rows, p.cols, steps, floor, gen,

@@ -23,7 +23,15 @@ from .noise import QUANTUM_STD, NoiseModel
 from .quantum import direction_quantum
 from .reasons import Unresolvable
 from .sampling import SHRINK, Sampler, exact_steps, snap_directions
-from .schemes import SCHEMES, combine, one_sided, pooled, stencil_residual
+from .schemes import (
+    MINUS_OFFSETS,
+    PLUS_OFFSETS,
+    SCHEMES,
+    combine,
+    one_sided,
+    pooled,
+    stencil_residual,
+)
 
 __all__ = [
     "Directional", "directional_derivatives", "exact_steps", "REASONS", "resolution_floor",
@@ -65,7 +73,9 @@ class Directional:
     right: onp.ndarray | None = None
     left: onp.ndarray | None = None
     side_err: onp.ndarray | None = None
-    quantum: onp.ndarray | None = None  # per output: the staircase f's values move on
+    #: per entry: the quantum of the staircase f's output moves on along the
+    #: direction (0 where it moves smoothly)
+    quantum: onp.ndarray | None = None
 
 
 def directional_derivatives(
@@ -145,6 +155,9 @@ def directional_derivatives(
     if chunk is None:
         chunk = max(1, int(2**24 // max(1, x0.size * offsets.size * 8)))
     sample = Sampler(evaluate, x0, columns, vectors, chunk)
+    ev, xp = sample.ev, sample.ev.xp
+    dev = _Crossing(ev)
+    y0_x = dev.put(y0)
     h = onp.asarray(steps, dtype=float).copy()
     all_idx = onp.arange(k)
     richardson = method == "richardson"
@@ -158,23 +171,31 @@ def directional_derivatives(
     if out_eps is not None:
         # the stencil spans more of f than the noise probes: where its samples along
         # a direction lie on a coarse grid, that grid is the entry's rounding floor
-        nm.raise_floor(QUANTUM_STD * direction_quantum(F0, y0, out_eps))
+        q = dev.get(direction_quantum(F0, y0_x, out_eps, xp=xp))
+        nm.raise_floor(QUANTUM_STD * q)
+    else:
+        q = onp.zeros((k, m))
+    if noise.quantum is not None:
+        q = onp.fmax(q, noise.quantum[None, :])
     sides = Sides(k, m) if richardson and adapt else None
 
     def judged(F, hv, idx, sigma_probe, track_sides=True):
         """combine() with the stencil's own view of f: samples that a smooth
         curve through them cannot explain beyond f's probed noise (or far
-        above f's precision) mean f is not smooth at this step."""
+        above f's precision) mean f is not smooth at this step. Computed where
+        the samples are; only the per-entry results come back."""
+        hx, sig_p = dev.put(hv), dev.put(sigma_probe[idx])
         if not richardson:
-            return combine(scheme, F, y0, hv, sigma_probe[idx])
-        resid = stencil_residual(F, y0)
-        limit = onp.maximum(8 * sigma_probe[idx], SMOOTH_ULPS * nm.floor[idx])
+            return dev.fields(combine(scheme, F, y0_x, hx, sig_p, xp))
+        resid = stencil_residual(F, y0_x, xp)
+        limit = dev.put(onp.maximum(8 * sigma_probe[idx], SMOOTH_ULPS * nm.floor[idx]))
         smooth = ~(resid > limit)
-        sigma = onp.fmax(sigma_probe[idx], pooled(onp.where(smooth, resid, onp.nan))[None, :])
-        lvl = combine(scheme, F, y0, hv, sigma)
-        lvl.consistent &= smooth
+        sigma = xp.fmax(sig_p, pooled(xp.where(smooth, resid, onp.nan), xp)[None, :])
+        lvl = combine(scheme, F, y0_x, hx, sigma, xp)
+        lvl.consistent = lvl.consistent & smooth
+        lvl = dev.fields(lvl)
         if sides is not None and track_sides:  # a kink *at the point*: never at grown steps
-            seen = one_sided(F, y0, hv, sigma)
+            seen = dev.fields(one_sided(F, y0_x, hx, sigma, xp))
             sides.update(idx, seen, lvl.consistent)
             sides.update_edge(idx, seen, lvl.finite)
         return lvl
@@ -219,7 +240,7 @@ def directional_derivatives(
     hg = h.copy()
     # f exactly flat at every step so far (each sample equals f(x)): a derivative of
     # 0, or a stair of a rounding staircase wider than the steps; a larger step tells
-    flat = onp.all(F0 == y0[None, None, :], axis=1) & (est == 0)
+    flat = dev.get(xp.all(F0 == y0_x[None, None, :], axis=1)) & (est == 0)
     stair = onp.zeros(est.shape, bool)
     limit = onp.zeros(k) if grow_to is None else onp.asarray(grow_to, dtype=float)
     # an estimate that only steers a search (balance=inf) is not refined further
@@ -243,10 +264,16 @@ def directional_derivatives(
         gap = onp.abs(lvl.est - est[active])
         agree = gap <= lvl.err + err[active]
         take = better & agree
-        # flat at small steps, moving at a larger one, and no trustworthy estimate
-        # there: the zero was a stair, not the derivative
-        moved = onp.any(F != y0[None, None, :], axis=1)
-        stair[active] |= flat[active] & moved & ~take
+        # flat at small steps, moving on both sides at a larger one, and no trustworthy
+        # estimate there: the zero was a stair of a staircase, not the derivative (a
+        # plateau ending on one side, a relu's dead zone or a sign, moves on one side)
+        moves = [
+            dev.get(xp.any(F[:, list(side)] != y0_x[None, None, :], axis=1))
+            for side in (PLUS_OFFSETS, MINUS_OFFSETS)
+        ]
+        moved = moves[0] | moves[1]
+        # (a trustworthy estimate at a still larger step settles it after all)
+        stair[active] = (stair[active] | (flat[active] & moves[0] & moves[1])) & ~take
         flat[active] &= ~moved
         sub_est, sub_err = est[active], err[active]
         est[active] = onp.where(take, lvl.est, sub_est)
@@ -257,7 +284,32 @@ def directional_derivatives(
     err = onp.where(stair, onp.inf, err)
     out = _finish(est, err, noise_err, has, nonfinite, y_bad, hs, sample, nm, noise, sides)
     out.reason[stair & onp.isinf(out.err)] = Unresolvable.STAIRCASE
+    out.quantum = q
     return out
+
+
+class _Crossing:
+    """Moves per-entry arrays between the host and the evaluator's device (no-ops
+    on the host)."""
+
+    def __init__(self, ev):
+        self.ev = ev
+        self.host = ev.xp is onp
+
+    def put(self, a):
+        return a if self.host else self.ev.to_device(a)
+
+    def get(self, a):
+        return a if self.host else self.ev.to_host(a)
+
+    def fields(self, obj):
+        """A result dataclass (Combined, OneSided) with every array on the host."""
+        if self.host:
+            return obj
+        for name, value in vars(obj).items():
+            if value is not None and not isinstance(value, (int, float)):
+                setattr(obj, name, self.ev.to_host(value))
+        return obj
 
 
 def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:

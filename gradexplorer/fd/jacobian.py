@@ -143,7 +143,7 @@ def fd_columns(
     if not one_sided:
         return out
     T = lambda a: None if a is None else a.T  # noqa: E731
-    return (*out, (T(d.right), T(d.left), T(d.side_err), d.quantum))
+    return (*out, (T(d.right), T(d.left), T(d.side_err), T(d.quantum)))
 
 
 def numeric_jacobian(

@@ -20,6 +20,7 @@ they estimate.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ NOISE_POINTS = 9
 _GAMMA = {k: math.factorial(k) ** 2 / math.factorial(2 * k) for k in range(1, NOISE_POINTS)}
 
 
-def _sigma_from_samples(F: onp.ndarray) -> onp.ndarray:
+def _sigma_from_samples(F, xp=onp):
     """Noise std per output from samples ``F`` shaped (points, m) along one line.
 
     For each order k the k-th differences of pure noise of std σ have variance
@@ -49,21 +50,20 @@ def _sigma_from_samples(F: onp.ndarray) -> onp.ndarray:
     there, so where both halves are quiet the line is taken as quiet. A kink
     elsewhere on the line spoils one half, which then keeps the full value.
     """
-    full = _sigma_orders(F, 3)
+    full = _sigma_orders(F, 3, xp)
     half = F.shape[0] // 2
-    with onp.errstate(all="ignore"):
-        left, right = _sigma_orders(F[: half + 1], 3), _sigma_orders(F[half:], 3)
-    return onp.fmin(full, onp.fmax(left, right))
+    left, right = _sigma_orders(F[: half + 1], 3, xp), _sigma_orders(F[half:], 3, xp)
+    return xp.fmin(full, xp.fmax(left, right))
 
 
-def _sigma_orders(F: onp.ndarray, lowest: int) -> onp.ndarray:
+def _sigma_orders(F, lowest: int, xp=onp):
     estimates = []
-    D = F.copy()
+    D = F
     for k in range(1, F.shape[0]):
-        D = onp.diff(D, axis=0)
+        D = xp.diff(D, axis=0)
         if k >= lowest:
-            estimates.append(onp.sqrt(_GAMMA[k] * onp.mean(D * D, axis=0)))
-    return onp.min(onp.array(estimates), axis=0)
+            estimates.append(xp.sqrt(_GAMMA[k] * xp.mean(D * D, axis=0)))
+    return xp.min(xp.stack(estimates), axis=0)
 
 
 def estimate_noise(
@@ -103,38 +103,40 @@ def estimate_noise(
         y0 = onp.asarray(evaluate(x0[None]), dtype=float)[0]
     sigma, vals = _probe_lines(evaluate, x0, spacing, directions, gen, y0)
     if magnitude:
-        return sigma, vals.shape[0], _magnitude(vals, y0)
+        return sigma, vals.shape[0], onp.asarray(_magnitude(vals, y0))
     return sigma, vals.shape[0]
 
 
 def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
-    """σ per output (the larger over the lines) and the samples, ``(points, m)``."""
+    """σ per output (the larger over the lines, on the host) and the samples,
+    ``(points, m)``, where the evaluator keeps them."""
+    from .evaluation import as_evaluator
+
+    ev = as_evaluator(evaluate)
+    xp = ev.xp
     half = NOISE_POINTS // 2
-    t = onp.arange(-half, half + 1, dtype=float)
-    points = []
+    t = onp.array([k - half for k in range(NOISE_POINTS) if k != half], dtype=float)
+    y0_x = y0 if xp is onp else ev.to_device(y0)
+    sigma, blocks = None, []
     for _ in range(directions):
         p = gen.choice([-1.0, 1.0], size=x0.size) * spacing
-        line = x0[None, :] + t[:, None] * p[None, :]
-        points.extend(line[k] for k in range(NOISE_POINTS) if k != half)
-    vals = onp.asarray(evaluate(onp.asarray(points)), dtype=float)
-    m = y0.size
-    vals = vals.reshape(len(points), m)
-    sigma = onp.zeros(m)
-    per_line = NOISE_POINTS - 1
-    for d in range(directions):
-        block = vals[d * per_line : (d + 1) * per_line]
-        F = onp.insert(block, half, y0, axis=0).reshape(NOISE_POINTS, m)
-        with onp.errstate(all="ignore"):
-            s = _sigma_from_samples(F)
-        s = onp.where(onp.all(onp.isfinite(F), axis=0), s, onp.nan)
-        sigma = onp.fmax(sigma, s) if d else s
-    return sigma, vals
+        block = xp.reshape(ev.line(x0, p, t), (t.size, -1))
+        blocks.append(block)
+        F = xp.concatenate([block[:half], y0_x[None, :], block[half:]], axis=0)
+        with onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext():
+            s = _sigma_from_samples(F, xp)
+        s = xp.where(xp.all(xp.isfinite(F), axis=0), s, onp.nan)
+        sigma = s if sigma is None else xp.fmax(sigma, s)
+    vals = xp.concatenate(blocks, axis=0)
+    return (sigma if xp is onp else ev.to_host(sigma)), vals
 
 
-def _magnitude(vals: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
-    with onp.errstate(all="ignore"):
-        mag = onp.nanmax(onp.where(onp.isfinite(vals), onp.abs(vals), onp.nan), axis=0)
-    return onp.fmax(onp.where(onp.isfinite(mag), mag, 0.0), onp.abs(onp.nan_to_num(y0)))
+def _magnitude(vals, y0, xp=onp):
+    """The largest |f_i| among the samples and at the point (in ``xp``)."""
+    quiet = onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext()
+    with quiet:
+        mag = xp.max(xp.where(xp.isfinite(vals), xp.abs(vals), 0.0), axis=0)
+        return xp.fmax(mag, xp.where(xp.isfinite(y0), xp.abs(y0), 0.0))
 
 
 #: Probe spacings relative to the FD base step: coarse (what a stencil sees),
@@ -244,6 +246,12 @@ def probe_noise(
 ) -> tuple[NoiseModel, int]:
     """f's :class:`NoiseModel` near x0: probed at the coarse spacing, then finer
     where f is noisy there, and finer still where it is noisy at the fine one."""
+    from .evaluation import as_evaluator
+
+    ev = as_evaluator(evaluate)
+    xp = ev.xp
+    host = (lambda a: a) if xp is onp else ev.to_host  # noqa: E731
+    y0_x = y0 if xp is onp else ev.to_device(y0)
     gen = rng if isinstance(rng, onp.random.Generator) else onp.random.default_rng(rng)
     out_eps = onp.asarray(out_eps, dtype=float)
     # spacings with random low bits: a power-of-two spacing would put a linear f's
@@ -252,21 +260,22 @@ def probe_noise(
 
     def probe(fraction):
         spaced = onp.maximum(steps * fraction, 64 * spacing) * jitter
-        return _probe_lines(evaluate, x0, spaced, directions, gen, y0)
+        return _probe_lines(ev, x0, spaced, directions, gen, y0)
+
+    def quantum(samples):
+        return host(output_quantum(xp.concatenate(samples, axis=0), y0_x, out_eps, xp=xp))
 
     coarse, vals = probe(COARSE)
     nfev = vals.shape[0]
     samples = [vals]
-    mag = _magnitude(vals, y0)
+    mag = host(_magnitude(vals, y0_x, xp))
     # rounding scales with |f| around the point, not at it: outputs that cross
     # zero at x are not "noisy" because y(x) happens to be 0; an output cannot
     # move by less than the smallest subnormal: below that it is flat
     with onp.errstate(all="ignore"):
         own = onp.maximum(0.3 * out_eps * mag, onp.finfo(float).smallest_subnormal)
     coarse = onp.where(onp.isfinite(coarse), coarse, 0.0)
-    model = NoiseModel(coarse, coarse, own * onp.ones_like(mag), mag).with_quantum(
-        output_quantum(vals, y0, out_eps)
-    )
+    model = NoiseModel(coarse, coarse, own * onp.ones_like(mag), mag).with_quantum(quantum(samples))
     fine, depth = coarse.copy(), onp.zeros(coarse.shape, onp.int8)
     for level, fraction in ((1, FINE), (2, FINEST)):
         noisy = fine > NOISY * onp.maximum(model.floor, onp.finfo(float).tiny)
@@ -279,5 +288,5 @@ def probe_noise(
         finer = noisy & (sigma < fine)
         depth = onp.where(finer, level, depth)  # how deep f had to be probed to calm down
         fine = onp.where(finer, sigma, fine)
-        model = model.with_quantum(output_quantum(onp.concatenate(samples), y0, out_eps))
+        model = model.with_quantum(quantum(samples))
     return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev

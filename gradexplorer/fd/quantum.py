@@ -25,6 +25,8 @@ True
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as onp
 
 __all__ = ["output_quantum", "direction_quantum", "lowest_bit", "COARSE_BITS"]
@@ -33,34 +35,34 @@ __all__ = ["output_quantum", "direction_quantum", "lowest_bit", "COARSE_BITS"]
 COARSE_BITS = 4.0
 
 
-def lowest_bit(d: onp.ndarray) -> onp.ndarray:
+def lowest_bit(d, xp=onp):
     """The largest power of two dividing each float (0 for 0, NaN for non-finite).
 
     >>> lowest_bit(onp.array([3.0, 0.75, 0.0, 5 * 2.0**-60])) * [1, 1, 1, 2.0**60]
     array([1.  , 0.25, 0.  , 1.  ])
     """
-    d = onp.asarray(d, dtype=float)
-    finite = onp.isfinite(d)
-    mant, exp = onp.frexp(onp.where(finite, onp.abs(d), 0.0))
-    whole = (mant * 2.0**53).astype(onp.int64)  # exact: a float64 mantissa has 53 bits
-    low = (whole & -whole).astype(float)
-    out = onp.ldexp(low, exp - 53)
-    return onp.where(finite, out, onp.nan)
+    finite = xp.isfinite(d)
+    mant, exp = xp.frexp(xp.where(finite, xp.abs(d), 0.0))
+    # a float64 mantissa has 53 bits: as an exact integer, its lowest set bit
+    whole = xp.astype_int64(mant * 2.0**53) if xp is not onp else (mant * 2.0**53).astype(onp.int64)
+    low = whole & -whole
+    low = xp.astype_float64(low) if xp is not onp else low.astype(float)
+    out = xp.ldexp(low, exp - 53)
+    return xp.where(finite, out, onp.nan)
 
 
-def direction_quantum(samples: onp.ndarray, y0: onp.ndarray, out_eps) -> onp.ndarray:
+def direction_quantum(samples, y0, out_eps, xp=onp):
     """:func:`output_quantum` along each direction alone: ``samples`` ``(k, points,
     m)`` gives ``(k, m)``. An output that adds a smooth term to a quantized one
     lies on the grid only along directions that leave the smooth term fixed.
+    ``xp``: the namespace the samples live in (the result is in it too).
     """
-    return (
-        onp.stack([output_quantum(F, y0, out_eps) for F in samples])
-        if len(samples)
-        else (onp.zeros((0, y0.size)))
-    )
+    if not samples.shape[0]:
+        return xp.zeros((0, y0.shape[0]))
+    return xp.stack([output_quantum(F, y0, out_eps, xp=xp) for F in samples])
 
 
-def output_quantum(samples: onp.ndarray, y0: onp.ndarray, out_eps) -> onp.ndarray:
+def output_quantum(samples, y0, out_eps, xp=onp):
     """Per output, the spacing of the grid its values lie on, where that grid is
     at least :data:`COARSE_BITS` times coarser than the output's own ulp (else 0).
 
@@ -72,6 +74,8 @@ def output_quantum(samples: onp.ndarray, y0: onp.ndarray, out_eps) -> onp.ndarra
         f at the point, ``(m,)``.
     out_eps : float or ndarray
         The eps of each output's own precision.
+    xp : namespace
+        Where the samples live (numpy, or a device's array functions).
 
     Returns
     -------
@@ -79,17 +83,22 @@ def output_quantum(samples: onp.ndarray, y0: onp.ndarray, out_eps) -> onp.ndarra
         ``(m,)``: the quantum of each output that moves in quanta, 0 elsewhere
         (including outputs that did not move at all: no grid to see).
     """
-    m = y0.size
-    F = onp.asarray(samples, dtype=float).reshape(-1, m)
-    with onp.errstate(all="ignore"):
+    m = y0.shape[0]
+    F = xp.reshape(samples, (-1, m))
+    quiet = onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext()
+    with quiet:
         diff = F - y0[None, :]  # exact for nearby values (Sterbenz)
-        bits = lowest_bit(diff)
-        moved = onp.isfinite(bits) & (bits > 0)
-        q = onp.min(onp.where(moved, bits, onp.inf), axis=0)
-        mag = onp.max(onp.where(onp.isfinite(F), onp.abs(F), 0.0), axis=0)
-        mag = onp.maximum(mag, onp.where(onp.isfinite(y0), onp.abs(y0), 0.0))
-        own = onp.asarray(out_eps, dtype=float) * mag
-    # two moves at least: a single difference can share trailing zeros by chance
-    enough = onp.sum(moved, axis=0) >= 2
-    coarse = enough & onp.isfinite(q) & (q >= COARSE_BITS * own) & (own > 0)
-    return onp.where(coarse, q, 0.0)
+        bits = lowest_bit(diff, xp)
+        moved = xp.isfinite(bits) & (bits > 0)
+        q = xp.min(xp.where(moved, bits, onp.inf), axis=0)
+        mag = xp.max(xp.where(xp.isfinite(F), xp.abs(F), 0.0), axis=0)
+        mag = xp.maximum(mag, xp.where(xp.isfinite(y0), xp.abs(y0), 0.0))
+        own = (
+            xp.asarray(onp.asarray(out_eps, dtype=float)) * mag
+            if xp is not onp
+            else (onp.asarray(out_eps, dtype=float) * mag)
+        )
+        # two moves at least: a single difference can share trailing zeros by chance
+        enough = xp.sum(xp.where(moved, 1.0, 0.0), axis=0) >= 2
+        coarse = enough & xp.isfinite(q) & (q >= COARSE_BITS * own) & (own > 0)
+    return xp.where(coarse, q, 0.0)

@@ -36,29 +36,26 @@ def exact_steps(x0: onp.ndarray, h: onp.ndarray, spacing: onp.ndarray) -> onp.nd
 
 
 class Sampler:
-    """Evaluates f at the stencil points of a set of directions."""
+    """Evaluates f at the stencil points of a set of directions, where f lives
+    (an evaluator of :mod:`gradexplorer.fd.evaluation`: the samples come back
+    in its array namespace)."""
 
     def __init__(self, evaluate, x0, columns, vectors, chunk):
-        self.evaluate, self.x0 = evaluate, x0
+        from .evaluation import as_evaluator
+
+        self.ev = as_evaluator(evaluate)
+        self.x0 = x0
         self.columns, self.vectors = columns, vectors
         self.chunk = chunk
         self.nfev = 0
 
-    def __call__(self, idx: onp.ndarray, h: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
+    def __call__(self, idx: onp.ndarray, h: onp.ndarray, offsets: onp.ndarray):
         """Samples ``(len(idx), len(offsets), m)`` for directions idx at steps h."""
-        n_off = offsets.size
         out = []
         for start in range(0, idx.size, self.chunk):
             part, hp = idx[start : start + self.chunk], h[start : start + self.chunk]
-            delta = onp.outer(hp, offsets).ravel()  # (p * n_off,)
-            pts = onp.repeat(self.x0[None], part.size * n_off, axis=0)
-            if self.columns is not None:
-                cols = onp.repeat(self.columns[part], n_off)
-                pts[onp.arange(pts.shape[0]), cols] += delta
-            else:
-                dirs = onp.repeat(self.vectors[part], n_off, axis=0)
-                pts += delta[:, None] * dirs
-            vals = onp.asarray(self.evaluate(pts), dtype=float)
-            self.nfev += pts.shape[0]
-            out.append(vals.reshape(part.size, n_off, -1))
-        return onp.concatenate(out, axis=0)
+            cols = None if self.columns is None else self.columns[part]
+            vecs = None if self.vectors is None else self.vectors[part]
+            out.append(self.ev.points(self.x0, cols, vecs, hp, offsets))
+            self.nfev += part.size * offsets.size
+        return out[0] if len(out) == 1 else self.ev.xp.concatenate(out, axis=0)

@@ -16,6 +16,7 @@ the scheme reports as *inconsistent* instead of trusting the numbers.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as onp
@@ -99,7 +100,7 @@ class Combined:
         return self.trunc + self.noise
 
 
-def _differences(scheme: Scheme, F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray):
+def _differences(scheme: Scheme, F, y0, h):
     """Difference quotients of the samples, each formed by one subtraction of
     nearby values (exact) before any weighting, so that combining them adds
     only a few ulps of the quotients themselves."""
@@ -112,36 +113,34 @@ def _differences(scheme: Scheme, F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray
     return [(F[:, q] - y0[None, :]) / (off[q] * hk) for q in range(off.size)]
 
 
-def combine(
-    scheme: Scheme, F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray, sigma: onp.ndarray
-) -> Combined:
+def combine(scheme: Scheme, F, y0, h, sigma, xp=onp) -> Combined:
     """Estimates from samples ``F`` (k, n_offsets, m) at steps ``h`` (k,).
 
-    ``sigma`` (m,) is f's measured noise level per output; ``y0`` (f at the
-    point) is a sample of the one-sided schemes.
+    ``sigma`` (m,) or (k, m) is f's measured noise level per output; ``y0``
+    (f at the point) is a sample of the one-sided schemes. ``xp`` is the array
+    namespace the samples live in (numpy, or a device's: see
+    :mod:`gradexplorer.fd.evaluation`); the results are in it too.
     """
     w = onp.array(scheme.estimate)
     wa = onp.array(scheme.alternative)
     hk = h[:, None]
     one_sided = len(scheme.offsets) == 2
-    sigma = onp.asarray(sigma, dtype=float)
     sig = sigma if sigma.ndim == 2 else sigma[None, :]
-    with onp.errstate(all="ignore"):
+    eps = float(onp.finfo(float).eps)
+    with _quiet(xp):
         D = _differences(scheme, F, y0, h)
         if scheme.lead_a is not None:  # richardson: D(h), D(h/2), D(rh), D(rh/2)
             est = (4 * D[3] - D[2]) / 3
             alt = (4 * D[1] - D[0]) / 3
-        elif not one_sided:  # central: D(h), D(2h)
+        else:  # central: D(h), D(2h); forward / backward: slopes over h and 2h
             est, alt = D[0], D[1]
-        else:  # forward / backward: slopes over h and 2h
-            est, alt = D[0], D[1]
-        trunc = scheme.trunc_factor * onp.abs(est - alt)
+        trunc = scheme.trunc_factor * xp.abs(est - alt)
         norm = float(onp.sqrt(w @ w + (w.sum() ** 2 if one_sided else 0.0)))
         # f's noise through the weights, plus a few ulps of forming the estimate itself
-        arithmetic = 8 * onp.finfo(float).eps * onp.max(onp.abs(onp.array(D)), axis=0)
+        arithmetic = 8 * eps * xp.max(xp.abs(xp.stack(D)), axis=0)
         noise = NOISE_SIGMAS * sig * norm / hk + arithmetic
-        finite = onp.all(onp.isfinite(F), axis=1) & onp.isfinite(est)
-        consistent = finite.copy()
+        finite = xp.all(xp.isfinite(F), axis=1) & xp.isfinite(est)
+        consistent = finite
         if scheme.lead_a is not None:
             da, db = D[0] - D[1], D[2] - D[3]
             la, lb = onp.array(scheme.lead_a), onp.array(scheme.lead_b)
@@ -151,17 +150,24 @@ def combine(
                 + 2 * arithmetic
             )
             # the leading differences must scale like h² wherever they stand above noise
-            consistent &= onp.abs(db - target) <= MODEL_SLACK * onp.abs(target) + lead_noise
+            consistent = consistent & (
+                xp.abs(db - target) <= MODEL_SLACK * xp.abs(target) + lead_noise
+            )
             # and the two families must agree once the h⁴ term is accounted for
             pair_noise = (
                 CONSISTENCY_SIGMAS * sig * float(onp.sqrt(((w - wa) ** 2).sum())) / hk
                 + 2 * arithmetic
             )
-            gap = onp.abs(est - alt)
-            consistent &= gap <= onp.abs(da) + pair_noise
-            trunc = onp.where(consistent, trunc, gap + onp.abs(da))
-    trunc = onp.where(finite, trunc, onp.inf)
-    return Combined(est, trunc, onp.where(finite, noise, onp.inf), consistent, finite)
+            gap = xp.abs(est - alt)
+            consistent = consistent & (gap <= xp.abs(da) + pair_noise)
+            trunc = xp.where(consistent, trunc, gap + xp.abs(da))
+    trunc = xp.where(finite, trunc, onp.inf)
+    return Combined(est, trunc, xp.where(finite, noise, onp.inf), consistent, finite)
+
+
+def _quiet(xp):
+    """numpy's floating-point warnings off (other frameworks give none)."""
+    return onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext()
 
 
 @dataclass
@@ -182,10 +188,11 @@ class OneSided:
 
 
 #: Rows of the Richardson stencil's samples: (+h, +h/2, +rh, +rh/2) and their mirrors.
-_PLUS, _MINUS = (0, 2, 4, 6), (1, 3, 5, 7)
+PLUS_OFFSETS, MINUS_OFFSETS = (0, 2, 4, 6), (1, 3, 5, 7)
+_PLUS, _MINUS = PLUS_OFFSETS, MINUS_OFFSETS
 
 
-def one_sided(F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray, sigma) -> OneSided:
+def one_sided(F, y0, h, sigma, xp=onp) -> OneSided:
     """One-sided derivatives from the samples of the Richardson stencil, no new
     evaluations: each side's slopes over c·h (c = 1, 1/2, r, r/2) are
     extrapolated once (error O(h²)) in each step family.
@@ -198,10 +205,10 @@ def one_sided(F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray, sigma) -> OneSide
     The central estimate there is the two sides' mean, right for neither.
     """
     r = RATIO
-    sig = onp.asarray(sigma, dtype=float)
-    sig = sig if sig.ndim == 2 else sig[None, :]
+    sig = sigma if sigma.ndim == 2 else sigma[None, :]
     hk = h[:, None]
-    with onp.errstate(all="ignore"):
+    eps = float(onp.finfo(float).eps)
+    with _quiet(xp):
         sides = []
         for rows, sign in ((_PLUS, 1.0), (_MINUS, -1.0)):
             slope = [
@@ -209,25 +216,20 @@ def one_sided(F: onp.ndarray, y0: onp.ndarray, h: onp.ndarray, sigma) -> OneSide
             ]
             ext_a = 2 * slope[1] - slope[0]
             ext_b = 2 * slope[3] - slope[2]
-            arithmetic = 8 * onp.finfo(float).eps * onp.max(onp.abs(onp.array(slope)), axis=0)
+            arithmetic = 8 * eps * xp.max(xp.abs(xp.stack(slope)), axis=0)
             # weights (4, -1, -3)/(c h) on f(x + c h/2), f(x + c h), f(x), at c = r
             noise = NOISE_SIGMAS * sig * float(onp.sqrt(26.0)) / (r * hk) + arithmetic
-            trunc = 2 * r**2 / (1 - r**2) * onp.abs(ext_a - ext_b)
+            trunc = 2 * r**2 / (1 - r**2) * xp.abs(ext_a - ext_b)
             sides.append((ext_b, ext_a, trunc + noise, noise))
         (rb, ra, er, nr), (lb, la, el, nl) = sides
         gap_a, gap_b = ra - la, rb - lb
-        same_gap = onp.abs(gap_a - gap_b) <= MODEL_SLACK * onp.abs(gap_b) + 2 * (nr + nl)
+        same_gap = xp.abs(gap_a - gap_b) <= MODEL_SLACK * xp.abs(gap_b) + 2 * (nr + nl)
         # each side known to within a fraction of the gap (a kink at a distance
         # from the point shows as a side whose two families disagree)
-        sharp = onp.maximum(er, el) <= MODEL_SLACK * onp.abs(gap_b)
-        kink = same_gap & sharp & (onp.abs(gap_b) > FD_KINK_SAFETY * (er + el))
-        kink &= onp.isfinite(gap_b)
-        fin_r = (
-            onp.all(onp.isfinite(F[:, list(_PLUS)]), axis=1) & onp.isfinite(rb) & onp.isfinite(er)
-        )
-        fin_l = (
-            onp.all(onp.isfinite(F[:, list(_MINUS)]), axis=1) & onp.isfinite(lb) & onp.isfinite(el)
-        )
+        sharp = xp.maximum(er, el) <= MODEL_SLACK * xp.abs(gap_b)
+        kink = same_gap & sharp & (xp.abs(gap_b) > FD_KINK_SAFETY * (er + el)) & xp.isfinite(gap_b)
+        fin_r = xp.all(xp.isfinite(F[:, list(_PLUS)]), axis=1) & xp.isfinite(rb) & xp.isfinite(er)
+        fin_l = xp.all(xp.isfinite(F[:, list(_MINUS)]), axis=1) & xp.isfinite(lb) & xp.isfinite(el)
     return OneSided(rb, lb, er, el, kink, fin_r, fin_l)
 
 
@@ -247,7 +249,7 @@ def _residual_projector(offsets) -> onp.ndarray:
 _PROJECTOR = _residual_projector(SCHEMES["richardson"].offsets)
 
 
-def stencil_residual(F: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
+def stencil_residual(F, y0, xp=onp):
     """f's noise as the Richardson stencil itself sees it, per direction and output.
 
     Rounding errors can be correlated over short distances (a sawtooth in x),
@@ -256,16 +258,18 @@ def stencil_residual(F: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
     freedom) estimates the noise standard deviation; NaN where the output
     does not move along the direction at all (no noise to see).
     """
-    with onp.errstate(all="ignore"):
-        G = onp.concatenate([onp.zeros_like(F[:, :1]), F - y0[None, None, :]], axis=1)
-        R = onp.einsum("ab,kbm->kam", _PROJECTOR, G)
-        s = onp.sqrt(onp.sum(R * R, axis=1) / 2)
-    return onp.where(onp.any(G != 0, axis=1) & onp.isfinite(s), s, onp.nan)
+    with _quiet(xp):
+        G = xp.concatenate([xp.zeros_like(F[:, :1]), F - y0[None, None, :]], axis=1)
+        R = xp.einsum("ab,kbm->kam", xp.asarray(_PROJECTOR), G)
+        s = xp.sqrt(xp.sum(R * R, axis=1) / 2)
+        moved = xp.any(G != 0, axis=1) & xp.isfinite(s)
+    return xp.where(moved, s, onp.nan)
 
 
-def pooled(residual: onp.ndarray) -> onp.ndarray:
+def pooled(residual, xp=onp):
     """Root mean square over directions of :func:`stencil_residual` (0 where none)."""
-    with onp.errstate(all="ignore"):
-        ok = onp.isfinite(residual)
-        ss = onp.sum(onp.where(ok, residual**2, 0.0), axis=0) / onp.maximum(ok.sum(axis=0), 1)
-    return onp.sqrt(ss)
+    with _quiet(xp):
+        ok = xp.isfinite(residual)
+        count = xp.maximum(xp.sum(xp.where(ok, 1.0, 0.0), axis=0), 1.0)
+        ss = xp.sum(xp.where(ok, residual**2, 0.0), axis=0) / count
+    return xp.sqrt(ss)

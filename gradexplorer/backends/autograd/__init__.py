@@ -46,7 +46,7 @@ def owns(x: Any) -> bool:
     return isinstance(x, (onp.ndarray, onp.generic, float, complex, int)) or isbox(x)
 
 
-def to_array(a: Any) -> Any:
+def to_array(a: Any, like: Any = None) -> Any:
     return a
 
 

@@ -14,6 +14,7 @@ import jax
 from ..base import Capabilities
 from . import operators
 from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
+from .device import device_kit
 from .recording import (
     definition_site,
     op_eval,
@@ -29,7 +30,8 @@ __all__ = [
     "name", "capabilities", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value",
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
-    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "operators",
+    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "device_kit",
+    "operators",
 ]  # fmt: skip
 
 capabilities = Capabilities(operators=True, devices=True, batching=True)

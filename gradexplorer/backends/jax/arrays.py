@@ -27,9 +27,12 @@ def owns(x: Any) -> bool:
     return isinstance(x, jax.Array)
 
 
-def to_array(a: Any) -> Any:
-    """numpy arrays and scalars to jax arrays (keeping their dtype); others pass through."""
+def to_array(a: Any, like: Any = None) -> Any:
+    """numpy arrays and scalars to jax arrays (keeping their dtype) on ``like``'s
+    device (jax's default without one); others pass through."""
     if isinstance(a, (onp.ndarray, onp.generic)) and a.dtype.kind in "fciub":
+        if isinstance(like, jax.Array):
+            return jax.device_put(a, next(iter(like.devices())))
         return jnp.asarray(a)
     return a
 

@@ -25,6 +25,7 @@ from .arrays import (
     to_array,
     to_numpy,
 )
+from .device import device_kit
 from .recording import (
     definition_site,
     op_eval,
@@ -40,7 +41,7 @@ __all__ = [
     "name", "capabilities", "np", "owns", "to_array", "to_numpy", "vjp", "jvp", "value",
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
-    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace",
+    "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "device_kit",
     "nondifferentiable_outputs", "operators",
 ]  # fmt: skip
 

@@ -51,12 +51,14 @@ def owns(x: Any) -> bool:
     return isinstance(x, torch.Tensor)
 
 
-def to_array(a: Any) -> Any:
-    """numpy (arrays and scalars) to a fresh tensor; tensors pass through."""
+def to_array(a: Any, like: Any = None) -> Any:
+    """numpy (arrays and scalars) to a fresh tensor on ``like``'s device (the
+    CPU without one); tensors pass through."""
     if isinstance(a, torch.Tensor):
         return a
     if isinstance(a, (onp.ndarray, onp.generic, float, complex)):
-        return torch.from_numpy(onp.array(a, copy=True))
+        t = torch.from_numpy(onp.array(a, copy=True))
+        return t.to(like.device) if isinstance(like, torch.Tensor) else t
     return a
 
 

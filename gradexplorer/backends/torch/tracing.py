@@ -54,7 +54,7 @@ class VJPTrace:
         zeros = [torch.zeros_like(x) for x in self.leaves]
         if not isinstance(self.value, torch.Tensor) or not self.value.requires_grad:
             return zeros
-        g = torch.as_tensor(g).to(self.value.dtype)
+        g = torch.as_tensor(g).to(device=self.value.device, dtype=self.value.dtype)
         create = self.nested or g.requires_grad
         grads = torch.autograd.grad(
             self.value,
@@ -189,7 +189,9 @@ class _TangentWatch(TorchFunctionMode):
 def _forward(F, leaves, tangents):
     with fwad.dual_level():
         duals = [
-            fwad.make_dual(torch.as_tensor(x).detach(), torch.as_tensor(t).to(x.dtype))
+            fwad.make_dual(
+                torch.as_tensor(x).detach(), torch.as_tensor(t).to(device=x.device, dtype=x.dtype)
+            )
             for x, t in zip(leaves, tangents)
         ]
         with _TangentWatch() as watch:
@@ -214,7 +216,7 @@ def _via_backward(F, leaves, tangents):
         u = torch.zeros_like(y, requires_grad=True)
         grads = torch.autograd.grad(y, xs, u, create_graph=True, allow_unused=True)
         pairing = sum(
-            (g * torch.as_tensor(t).to(g.dtype)).sum()
+            (g * torch.as_tensor(t).to(device=g.device, dtype=g.dtype)).sum()
             for g, t in zip(grads, tangents)
             if g is not None
         )

@@ -1,0 +1,120 @@
+"""jax's kit for finite differences on the inputs' own device.
+
+:class:`gradexplorer.fd.evaluation.DeviceEvaluator` builds points, evaluates
+f and reduces the samples with these: jax.numpy (numpy's names; a few extras
+for the reductions), copies to and from the host, and f mapped over a batch
+of points with ``jax.vmap`` under ``jax.jit``.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as onp
+
+__all__ = ["xp", "Kit", "device_kit"]
+
+#: numpy-like functions over jax arrays (jax.numpy, and what it lacks by name).
+xp = SimpleNamespace(
+    **{
+        name: getattr(jnp, name)
+        for name in (
+            "abs",
+            "sqrt",
+            "maximum",
+            "minimum",
+            "fmax",
+            "fmin",
+            "where",
+            "isfinite",
+            "isnan",
+            "all",
+            "any",
+            "max",
+            "min",
+            "sum",
+            "einsum",
+            "concatenate",
+            "stack",
+            "reshape",
+            "zeros_like",
+            "zeros",
+            "diff",
+            "frexp",
+            "ldexp",
+            "mean",
+            "inf",
+            "nan",
+        )
+    },  # fmt: skip
+    asarray=lambda a, dtype=None: jnp.asarray(a, dtype=dtype),
+    astype_int64=lambda a: a.astype(jnp.int64),
+    astype_float64=lambda a: a.astype(jnp.float64),
+)
+
+
+class Kit:
+    """What a DeviceEvaluator needs of jax, for arrays on ``device``.
+
+    On an accelerator the samples are reduced there with jax.numpy. On the
+    CPU, f still runs as jax (compiled and mapped over the batch), but the
+    reductions use numpy on the same memory: jax dispatches each eager
+    operation of a new shape through a compilation, which costs far more
+    than the arithmetic itself (``device_arithmetic=True`` forces jax.numpy,
+    so the accelerator's path can be tested on a CPU).
+    """
+
+    #: about what compiling f mapped over a batch costs, in seconds
+    batch_overhead = 0.05
+
+    def __init__(self, device: Any, device_arithmetic: bool | None = None):
+        self.jax_device = device
+        self.device = str(device)
+        if device_arithmetic is None:
+            device_arithmetic = device.platform != "cpu"
+        self.on_host = not device_arithmetic
+        self.xp = onp if self.on_host else xp
+
+    def to_host(self, a: Any) -> onp.ndarray:
+        return onp.array(a, copy=True)
+
+    def to_device(self, a: onp.ndarray) -> Any:
+        if self.on_host:
+            return onp.array(a, dtype=onp.float64, copy=True)
+        return jax.device_put(onp.asarray(a, dtype=onp.float64), self.jax_device)
+
+    def repeat(self, row: Any, count: int) -> Any:
+        return self.xp.repeat(row, count, axis=0) if self.on_host else jnp.repeat(row, count, 0)
+
+    def add_at(self, pts: Any, rows, cols, vals: Any) -> Any:
+        if self.on_host:
+            out = pts.copy()
+            onp.add.at(out, (rows, cols), vals)
+            return out
+        return pts.at[jnp.asarray(rows), jnp.asarray(cols)].add(vals)
+
+    def cast(self, a: Any, dtype: str) -> Any:
+        return jnp.asarray(a, dtype=jnp.dtype(dtype))
+
+    def adapt(self, F):
+        """F as the evaluator calls it: its results as the kit's arrays."""
+        if not self.on_host:
+            return F
+        return lambda x: onp.asarray(F(x))
+
+    def batched(self, F):
+        """F over a leading batch axis (an f that cannot be traced, with Python
+        control flow on values, raises on its first batch and is then called
+        point by point). Compiled as one program on an accelerator; on the CPU
+        each operation runs batched on its own, which costs no compilation per
+        f (jax caches each operation's program by shape, across functions)."""
+        return self.adapt(jax.jit(jax.vmap(F)))
+
+
+def device_kit(x0: Any, device_arithmetic: bool | None = None) -> Kit:
+    """The kit for arrays living where ``x0`` (a jax array) lives."""
+    devices = x0.devices() if isinstance(x0, jax.Array) else {jax.devices()[0]}
+    return Kit(next(iter(devices)), device_arithmetic)

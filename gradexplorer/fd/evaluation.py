@@ -1,0 +1,228 @@
+"""Where f is evaluated: on the host (numpy), or on the inputs' own device.
+
+Finite differences evaluate f at points ``x0 + δ·d`` and reduce the samples to
+an estimate and an error per entry. A :class:`HostEvaluator` does both in
+numpy, for code written for numpy (autograd, hand-written rules). A
+:class:`DeviceEvaluator` keeps everything on the device the inputs live on (a
+CUDA tensor, a jax array on a GPU, or the CPU for torch and jax too): the
+points are built there from x0 (which never leaves the device) and a step, f
+runs there with the device's kernels (many points in one call where the
+framework can map f over a batch), and the stencil's samples are reduced
+there with the framework's own array functions; only per-entry results (an
+estimate, an error, a flag) cross to the host. Every crossing is counted.
+
+The framework-specific pieces (its array functions, copies, ``vmap``) come
+from a *kit* that its backend provides (``backend.device_kit(x0)``), so no
+framework is imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as onp
+
+__all__ = ["HostEvaluator", "DeviceEvaluator", "as_evaluator"]
+
+
+class HostEvaluator:
+    """f on numpy points: the evaluator of code written for numpy.
+
+    >>> ev = HostEvaluator(lambda X: X**2)
+    >>> x0, h, offsets = onp.array([1.0, 2.0]), onp.array([0.5]), onp.array([1.0, -1.0])
+    >>> ev.points(x0, onp.array([0]), None, h, offsets)
+    array([[[2.25, 4.  ],
+            [0.25, 4.  ]]])
+    """
+
+    xp = onp
+    device = "cpu"
+
+    def __init__(self, evaluate: Callable[[onp.ndarray], onp.ndarray], owner: Any = None):
+        self.evaluate = evaluate
+        self.owner = owner  # what evaluates (a RealMap keeps the errors f raised)
+        self.copies = 0  # host <-> device crossings (none on the host)
+
+    @property
+    def domain_errors(self) -> list:
+        return getattr(self.owner, "domain_errors", [])
+
+    def to_host(self, a: Any) -> onp.ndarray:
+        return onp.asarray(a)
+
+    def to_device(self, a: Any) -> Any:
+        return onp.asarray(a, dtype=float)
+
+    def errstate(self):
+        return onp.errstate(all="ignore")
+
+    def __call__(self, X: onp.ndarray) -> onp.ndarray:
+        """f at each row of host points X (for callers that build their own)."""
+        return onp.asarray(self.evaluate(X), dtype=float)
+
+    def points(self, x0, columns, vectors, h, offsets) -> Any:
+        """Samples ``(k, len(offsets), m)`` at ``x0 + h_k·c·d_k`` for the k directions
+        (coordinate ``columns``, or rows of ``vectors``) and offsets c."""
+        n_off = offsets.size
+        k = h.size
+        delta = onp.outer(h, offsets).ravel()
+        pts = onp.repeat(x0[None], k * n_off, axis=0)
+        if columns is not None:
+            cols = onp.repeat(columns, n_off)
+            pts[onp.arange(pts.shape[0]), cols] += delta
+        else:
+            pts += delta[:, None] * onp.repeat(vectors, n_off, axis=0)
+        return self(pts).reshape(k, n_off, -1)
+
+    def line(self, x0, p, t) -> Any:
+        """Samples ``(len(t), m)`` at ``x0 + t·p`` (the noise probes)."""
+        return self(x0[None, :] + t[:, None] * p[None, :])
+
+    def projected(self, U: onp.ndarray, keep: bool = True) -> HostEvaluator:
+        """An evaluator of f's outputs followed by (or, without ``keep``, only)
+        their projections ``U @ f`` (rows of U: cotangents)."""
+        base = self.evaluate
+
+        def run(X):
+            Y = onp.asarray(base(X), dtype=float)
+            with onp.errstate(all="ignore"):
+                P = Y @ U.T
+            return onp.hstack([Y, P]) if keep else P
+
+        return HostEvaluator(run, self.owner)
+
+
+class DeviceEvaluator:
+    """f on the device its inputs live on, the samples reduced there.
+
+    ``F`` maps one real vector (the inputs realified and concatenated, on the
+    device) to the real vector of f's outputs; ``kit`` is the framework's
+    (see :mod:`gradexplorer.backends.base`): ``xp`` (numpy-like array
+    functions), ``to_host``, ``to_device``, ``repeat``, ``add_at``,
+    ``batched(F)`` (F mapped over a leading axis, or None where the framework
+    cannot map f), ``device`` (its name).
+    Each batch of points is evaluated together with x0 itself, and the
+    samples are taken relative to it: a batched call rounds like no other
+    call, but like itself.
+    """
+
+    def __init__(self, F: Callable, kit: Any, x0: onp.ndarray, chunk: int = 256):
+        adapt = getattr(kit, "adapt", None)
+        self.F, self.kit, self.xp = (F if adapt is None else adapt(F)), kit, kit.xp
+        self.device = kit.device
+        self._crossings = [0]  # shared with the projected evaluators made from this one
+        self.chunk = chunk
+        self.domain_errors: list = []  # the first error f raised near x (its domain's edge)
+        self.x0 = self.to_device(x0)
+        self._batched = kit.batched(F)
+        # a batched call that compiles f first (jax) is worth it only for batches that
+        # would take longer point by point than the compilation (what f costs is timed)
+        self._batch_overhead = getattr(kit, "batch_overhead", 0.0)
+        started = time.perf_counter()
+        self.y0 = self.F(self.x0)
+        self._point_cost = time.perf_counter() - started
+        self.vectorized = self._batched is not None
+        self._post = None  # a map of the samples (projections), on the device
+
+    @property
+    def copies(self) -> int:
+        """Host <-> device copies so far (this evaluator and those made from it)."""
+        return self._crossings[0]
+
+    def to_host(self, a: Any) -> onp.ndarray:
+        self._crossings[0] += 1
+        return self.kit.to_host(a)
+
+    def to_device(self, a: Any) -> Any:
+        self._crossings[0] += 1
+        return self.kit.to_device(onp.asarray(a, dtype=float))
+
+    def errstate(self):
+        return contextlib.nullcontext()
+
+    def __call__(self, X: onp.ndarray) -> onp.ndarray:
+        """f at host points (a few: a Taylor step, a check of one point)."""
+        return self.to_host(self._run(self.to_device(X)))
+
+    def _run(self, X: Any) -> Any:
+        """f at each row of device points X, relative to f(x0) in the same call."""
+        xp = self.xp
+        outs = []
+        for start in range(0, X.shape[0], self.chunk):
+            part = X[start : start + self.chunk]
+            if self._batched is not None and self._worth_batching(part.shape[0]):
+                try:
+                    Y = self._batched(self._padded(part))
+                    outs.append(Y[1 : 1 + part.shape[0]] - Y[:1] + self.y0[None])
+                    continue
+                except Exception:  # f cannot be mapped over a batch: one point at a time
+                    self._batched, self.vectorized = None, False
+            started = time.perf_counter()
+            outs.append(xp.stack([self._one(row) for row in part]))
+            spent = (time.perf_counter() - started) / max(1, part.shape[0])
+            self._point_cost = min(self._point_cost, spent)
+        Y = xp.concatenate(outs) if outs else xp.zeros((0, self.y0.shape[0]))
+        return Y if self._post is None else self._post(Y)
+
+    def _worth_batching(self, rows: int) -> bool:
+        return rows * self._point_cost >= self._batch_overhead
+
+    def _padded(self, part: Any) -> Any:
+        """x0, then the points, then copies of x0 up to a power of two: a framework
+        that compiles f per batch shape (jax) compiles a handful of shapes, not one
+        per stencil."""
+        rows = 1 + part.shape[0]
+        size = 1 << (rows - 1).bit_length()
+        fill = self.kit.repeat(self.x0[None], size - rows + 1)
+        return self.xp.concatenate([fill[:1], part, fill[1:]])
+
+    def _one(self, row: Any) -> Any:
+        """f at one point; where f raises (outside its domain), NaN, the error kept."""
+        try:
+            return self.F(row)
+        except Exception as exc:
+            if not self.domain_errors:
+                self.domain_errors.append(exc)
+            return self.y0 * onp.nan
+
+    def points(self, x0, columns, vectors, h, offsets) -> Any:
+        xp = self.xp
+        n_off, k = offsets.size, h.size
+        delta = self.to_device(onp.outer(h, offsets).ravel())
+        pts = self.kit.repeat(self.x0[None], k * n_off)
+        if columns is not None:
+            rows = onp.arange(k * n_off)
+            pts = self.kit.add_at(pts, rows, onp.repeat(columns, n_off), delta)
+        else:
+            dirs = self.to_device(onp.repeat(vectors, n_off, axis=0))
+            pts = pts + delta[:, None] * dirs
+        return xp.reshape(self._run(pts), (k, n_off, -1))
+
+    def line(self, x0, p, t) -> Any:
+        pd, td = self.to_device(p), self.to_device(t)
+        return self._run(self.x0[None, :] + td[:, None] * pd[None, :])
+
+    def projected(self, U: onp.ndarray, keep: bool = True) -> DeviceEvaluator:
+        """An evaluator of f's outputs followed by (or, without ``keep``, only)
+        their projections ``U @ f``, computed on the device after f (so f
+        itself is mapped over batches as before)."""
+        Ut, xp = self.to_device(U).T, self.xp
+
+        def project(Y):
+            P = Y @ Ut
+            return xp.concatenate([Y, P], axis=1) if keep else P
+
+        out = copy.copy(self)
+        out._post = project if self._post is None else (lambda Y: project(self._post(Y)))
+        return out
+
+
+def as_evaluator(evaluate: Any) -> Any:
+    """An evaluator as it is, or a host callable wrapped in one."""
+    if isinstance(evaluate, (HostEvaluator, DeviceEvaluator)):
+        return evaluate
+    return HostEvaluator(evaluate)
