@@ -20,7 +20,15 @@ from matplotlib import colors
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .scales import BAD_COLOR, CMAPS, SELECTION_COLOR, cell_text, nonfinite_words, scale_for, to_norm
+from .scales import (
+    BAD_COLOR,
+    CMAPS,
+    SELECTION_COLOR,
+    cell_text,
+    nonfinite_words,
+    scale_for,
+    to_norm,
+)
 from .values import MAX_CELLS, as_matrix, pool_max_abs
 
 __all__ = [
@@ -206,7 +214,9 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
     h.ax.set_xlabel(h.xlabel + (f"\n{h.caption}" if h.caption else ""))
 
 
-def update_heatmap(h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float | None = None) -> bool:
+def update_heatmap(
+    h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float | None = None
+) -> bool:
     """Redraw an existing heatmap with new values (same shape): ``set_data`` and
     ``set_norm``, no new artists. Returns False, changing nothing, when the shape
     changed (the caller then draws afresh)."""

@@ -23,6 +23,7 @@ STYLE = """<style>
 .gx-table th:last-child, .gx-table td:last-child { text-align: left; }
 .gx-table tr:nth-child(even) { background: #f4f4f4; }
 .gx-explorer canvas:focus { outline: none; }
+.gx-explorer .gx-note-line { color: #8a5a00; }
 /* ipywidgets lays a toggle group's label out as a block: its buttons fell below it */
 .gx-explorer .widget-toggle-buttons { display: flex; align-items: center; margin-left: 12px; }
 .gx-explorer.jupyter-widgets-disconnected::before,
@@ -46,7 +47,10 @@ def badge_html(r: Any) -> str:
     >>> "PASSED" in badge_html(gx.check_grads(np.sin, np.ones(2)))
     True
     """
-    color = "#1a7f37" if r.passed else "#b42318"
+    outcome = getattr(getattr(r, "outcome", None), "value", None)
+    outcome = outcome or ("passed" if r.passed else "failed")
+    # green, red, or amber: an inconclusive check neither passed nor found a wrong entry
+    color = {"passed": "#1a7f37", "failed": "#b42318"}.get(outcome, "#b26b00")
     verdict = r.status
     return (
         f'<span style="background:{color};color:white;padding:3px 10px;border-radius:4px;'
@@ -108,7 +112,7 @@ def worst_html(r: Any, limit: int = 8) -> str:
     head = "wrong entries" if r.mismatches else "closest to failing (all within tolerance)"
     body = "".join(
         f"<tr><td>{html.escape(e.label)}</td><td>{e.analytic:.6g}</td><td>{e.numeric:.6g}"
-        f"</td><td>{e.abs_err:.2e}</td><td>{format_fd_error(e.fd_error)}</td><td>{html.escape(e.verdict)}"
+        f"</td><td>{e.abs_err:.2e}</td><td>{format_fd_error(e.fd_error)}</td><td>{html.escape(e.reading)}"
         "</td></tr>"
         for e in rows
     )

@@ -27,7 +27,13 @@ __all__ = [
 PAGE_CELLS = 256
 #: Where a report's per-entry matrices go (the Jacobian and Check views alike: hover
 #: shows all five wherever the pointer is).
-ENTRY_SLOTS = {"analytic": "b0", "numeric": "b1", "abs_err": "b2", "fd_error": "b3", "violation": "b4"}
+ENTRY_SLOTS = {
+    "analytic": "b0",
+    "numeric": "b1",
+    "abs_err": "b2",
+    "fd_error": "b3",
+    "violation": "b4",
+}
 VERDICT_COLORS = {"passed": "#1a7f37", "failed": "#b42318", "inconclusive": "#b26b00"}
 
 
@@ -53,7 +59,10 @@ def panel(
     P, block = pool_max_abs(M, PAGE_CELLS)
     parts = []
     if block != (1, 1):
-        parts.append(f"{M.shape[0]} x {M.shape[1]} in {block[0]}x{block[1]} blocks: each shows its largest |value|")
+        parts.append(
+            f"{M.shape[0]} x {M.shape[1]} in {block[0]}x{block[1]} blocks: "
+            "each shows its largest |value|"
+        )
     words = nonfinite_words(M)
     if words:
         parts.append(f"grey: {words}")
@@ -180,7 +189,13 @@ def hessian_frame(H: Any, key: str) -> tuple[dict, dict]:
     sym = (H + H.T) / 2
     if onp.all(onp.isfinite(sym)):
         ev = onp.linalg.eigvalsh(sym)
-        kind = "positive definite" if onp.all(ev > 0) else "negative definite" if onp.all(ev < 0) else "indefinite"
+        kind = (
+            "positive definite"
+            if onp.all(ev > 0)
+            else "negative definite"
+            if onp.all(ev < 0)
+            else "indefinite"
+        )
     else:
         ev, kind = onp.full(n, onp.nan), "non-finite entries: no eigenvalues"
     spec = {

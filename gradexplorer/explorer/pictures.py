@@ -97,8 +97,8 @@ class Pictures:
         from ..locate.localize import locate
 
         loc = locate(f, *args, wrt=argnums, **NATIVE)
-        self.artists["Where"] = loc
         plot_localization(loc, self.figure("Where", fresh=True))
+        self.artists["Where"] = loc
         return self.png("Where")
 
     def graph(self, f, args, slot: int, entry: tuple, mode: str, step: int) -> tuple[dict, Any]:
@@ -115,7 +115,9 @@ class Pictures:
         step = min(step, len(sweeps.steps(mode)) - 1)
         art = self.artists.get("Graph")
         if art is None or not D.update_ad_sweep(art, sweeps, mode, step):
-            art = D.plot_ad_sweep(sweeps, mode=mode, step=step, fig=self.figure("Graph", fresh=True))
+            art = D.plot_ad_sweep(
+                sweeps, mode=mode, step=step, fig=self.figure("Graph", fresh=True)
+            )
             self.artists["Graph"] = art
         art.sweeps = sweeps
         return self.png("Graph"), sweeps

@@ -154,16 +154,21 @@ def _check(ex: Any) -> Frame:
 
 
 def _complex_view(ex: Any) -> Frame:
-    b = complex_blocks(ex.f, *ex.args, wrt=ex.argnums[0])
+    b = complex_blocks(ex.fn, *ex.args, wrt=ex.argnums[0])
     spec, slots = maps.complex_frame(b, ex.map_key())
     rows = [f"{b.out_name}[{i}]" for i in range(b.dre_dre.shape[0])]
     cols = [f"{b.in_name}[{j}]" for j in range(b.dre_dre.shape[1])]
-    labels = {"rows": rows, "cols": cols, "xlabel": f"input {b.in_name}[j]", "ylabel": f"output {b.out_name}[i]"}
+    labels = {
+        "rows": rows,
+        "cols": cols,
+        "xlabel": f"input {b.in_name}[j]",
+        "ylabel": f"output {b.out_name}[i]",
+    }
     return Frame(spec, slots, labels=labels)
 
 
 def _hessian(ex: Any) -> Frame:
-    H = hessian(ex.f, ex.argnums[0])(*ex.args)
+    H = hessian(ex.fn, ex.argnums[0])(*ex.args)
     spec, slots = maps.hessian_frame(H, ex.map_key())
     names = [ex.call.specs[0].label(k) for k in range(ex.call.specs[0].real_size)]
     name = ex.input_names[0]
@@ -172,21 +177,21 @@ def _hessian(ex: Any) -> Frame:
 
 
 def _step_sweep(ex: Any) -> Frame:
-    spec, png = ex.pictures.step_sweep(ex.f, ex.args, ex.entry_in_input(), ex.entry_wrt())
+    spec, png = ex.pictures.step_sweep(ex.fn, ex.args, ex.entry_in_input(), ex.entry_wrt())
     return Frame(spec, png=png)
 
 
 def _where(ex: Any) -> Frame:
-    spec, png = ex.pictures.where(ex.f, ex.args, ex.argnums)
+    spec, png = ex.pictures.where(ex.fn, ex.args, ex.argnums)
     return Frame(spec, png=png)
 
 
 def _graph_view(ex: Any) -> Frame:
     mode, step = ex.sweep_mode.value, ex.sweep_step.value
     entry = ex.entry_in_input()
-    frame, sweeps = ex.pictures.graph(ex.f, ex.args, ex.argnums[0], entry, mode, step)
+    frame, sweeps = ex.pictures.graph(ex.fn, ex.args, ex.argnums[0], entry, mode, step)
     ex.sweeps_shown(sweeps)
-    return Frame(*frame) if isinstance(frame, tuple) else Frame(frame)
+    return Frame(frame[0], png=frame[1]) if isinstance(frame, tuple) else Frame(frame)
 
 
 def _landscape(ex: Any) -> Frame:
@@ -202,8 +207,8 @@ def _linear_map_view(ex: Any) -> Frame:
 #: The tabs, always all of them (a view that does not apply says why): a tab set that
 #: never changes keeps its titles and places when the function changes.
 VIEWS: tuple[View, ...] = (
-    View("Jacobian", _always, _jacobian, follows_selection=True),
-    View("Check", _always, _check, follows_selection=True),
+    View("Jacobian", _always, _jacobian),
+    View("Check", _always, _check),
     View("Complex", _complex, _complex_view, needs_operators=True),
     View("Hessian", _scalar_of_one_array("Hessian"), _hessian, needs_operators=True),
     View("Step sweep", _always, _step_sweep, follows_selection=True),
@@ -218,7 +223,7 @@ VIEW_NAMES = tuple(v.name for v in VIEWS)
 def view(name: str) -> View:
     """The view called ``name``.
 
-    >>> view("Hessian").needs_operators, view("Check").follows_selection
+    >>> view("Hessian").needs_operators, view("Step sweep").follows_selection
     (True, True)
     """
     return VIEWS[VIEW_NAMES.index(name)]

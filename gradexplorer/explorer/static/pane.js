@@ -308,8 +308,10 @@ function render({ model, el }) {
     for (const [i, j] of sp.marks || []) {
       const i0 = i - (i % br), j0 = j - (j % bc);
       const [x, y] = cell(i0, j0);
-      ctx.lineWidth = 3.5; ctx.strokeStyle = 'black'; ctx.strokeRect(x + 1, y + 1, bc * cw - 2, br * ch - 2);
-      ctx.lineWidth = 2; ctx.strokeStyle = ORANGE; ctx.strokeRect(x + 1, y + 1, bc * cw - 2, br * ch - 2);
+      // inside its own cell: on the border it looked like its neighbours' outline too
+      const w = bc * cw, h = br * ch, d = Math.min(3, w / 4, h / 4);
+      ctx.lineWidth = 3.5; ctx.strokeStyle = 'black'; ctx.strokeRect(x + d, y + d, w - 2 * d, h - 2 * d);
+      ctx.lineWidth = 2; ctx.strokeStyle = ORANGE; ctx.strokeRect(x + d, y + d, w - 2 * d, h - 2 * d);
     }
     if (sp.worst) {
       const [x, y] = cell(sp.worst[0], sp.worst[1]);
