@@ -28,7 +28,8 @@ SNAPSHOT_CSS = """<style>
 .gx-snapshot { display: none; font: 13px sans-serif; color: #222; }
 .jp-OutputArea-child:not(:has(.gx-explorer)) + .jp-OutputArea-child .gx-snapshot { display: block; }
 .jp-OutputArea-child:has(+ .jp-OutputArea-child .gx-snapshot) > .jp-OutputArea-output[
-  data-mime-type="application/vnd.jupyter.widget-view+json"]:not(:has(.gx-explorer)) { display: none; }
+  data-mime-type="application/vnd.jupyter.widget-view+json"]:not(:has(.gx-explorer))
+  { display: none; }
 .gx-snapshot .gx-snap-head { font-style: italic; color: #555; margin: 4px 0 8px; }
 .gx-snapshot figure { margin: 0 0 14px; }
 .gx-snapshot figcaption { font-weight: bold; margin: 4px 0; }
