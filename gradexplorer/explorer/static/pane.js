@@ -229,6 +229,8 @@ function render({ model, el }) {
       root.dataset.cellOverflow = record.overflow;
       root.dataset.cellSkipped = record.skipped;
       root.dataset.window = `${win.r0},${win.r1},${win.c0},${win.c1}`;
+      const t = tileFor(sp, 0);
+      root.dataset.tile = t && (sp.panels[0].block || [1, 1])[0] > 1 ? `${t.r0},${t.r1},${t.c0},${t.c1}` : '';
     }
     return H;
   }
@@ -451,11 +453,13 @@ function render({ model, el }) {
     } else if (kind === 'image') {
       const png = model.get('png');
       if (png !== S.imgOf) {
-        if (S.imgUrl) URL.revokeObjectURL(S.imgUrl);
-        const data = bytes(png);
-        S.imgUrl = data && data.length ? URL.createObjectURL(new Blob([data], { type: 'image/png' })) : null;
+        const old = S.imgUrl, data = bytes(png);
+        S.imgUrl = data && data.length ? URL.createObjectURL(new Blob([data.slice()], { type: 'image/png' })) : null;
         S.imgOf = png;
-        if (S.imgUrl) img.src = S.imgUrl; else img.removeAttribute('src');
+        root.dataset.image = 'loading';
+        if (S.imgUrl) img.src = S.imgUrl;
+        // the last picture's URL lives on until the new one has loaded
+        if (old) setTimeout(() => URL.revokeObjectURL(old), 5000);
       }
       img.style.width = sp.width ? `${Math.min(sp.width, width())}px` : '100%';
     } else {
@@ -594,6 +598,8 @@ function render({ model, el }) {
     S.win = { r0: 0, r1: M, c0: 0, c1: N };
     schedule();
   });
+  img.addEventListener('load', () => { root.dataset.image = 'loaded'; });
+  img.addEventListener('error', () => { root.dataset.image = 'error'; });
   img.addEventListener('mousedown', (ev) => ev.preventDefault());
   img.addEventListener('click', (ev) => {  // a click on a picture's axes (the Landscape's plane)
     const sp = spec(), r = img.getBoundingClientRect();
@@ -625,6 +631,11 @@ function render({ model, el }) {
   }
   function onKernelChange() {
     S.localSel = null;
+    const sp = spec();
+    if (sp.kind === 'maps' && sp.key !== S.lastKey) {
+      S.lastKey = sp.key;
+      if (S.win && S.winKey) requestTile(sp);  // zoomed in: the window's new numbers
+    }
     schedule();
     if (S.pictureTimer) clearTimeout(S.pictureTimer);
     S.pictureTimer = setTimeout(keepPicture, 900);
