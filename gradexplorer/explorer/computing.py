@@ -128,20 +128,21 @@ class Computing:
     def _publish(self, report, args) -> None:
         self.report, self.args = report, args
         self.published += 1
-        self.error.value = ""
-        self.note.value = self._method_note()
-        self._set_stale(False)
+        self._dirty = set(VIEW_NAMES)
         m, n = report.shape
         with self.hold_trait_notifications():
             self.row.max, self.col.max = max(m - 1, 0), max(n - 1, 0)
         self._select_worst()
-        self._show_step()
+        # the picture first: the words below it are a few small messages more
+        self._redraw_visible()
+        self.error.value = ""
+        self.note.value = self._method_note()
+        self._set_stale(False)
         self.badge.value = badge_html(report)
+        self._show_step()
         self.worst.value = worst_html(report)
         self._show_entry()
-        self._dirty = set(VIEW_NAMES)
         self.snapshot.badge(report)
-        self._redraw_visible()
 
     def _select_worst(self) -> None:
         """A failing check selects its worst entry, unless a wrong one is selected."""

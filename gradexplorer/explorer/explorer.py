@@ -400,7 +400,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
 
 #: Seconds without a change before the views nobody looks at are computed (for the
 #: saved pictures): long enough that a user moving a slider never waits for them.
-IDLE_AFTER = 1.0
+IDLE_AFTER = 2.0
 
 
 def _in_kernel() -> bool:

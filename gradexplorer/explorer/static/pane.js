@@ -37,6 +37,11 @@ function f32(v) {
   if (out && typeof v === 'object') cache.set(v, out);
   return out;
 }
+function base64(data) {
+  let text = '';
+  for (let i = 0; i < data.length; i += 0x8000) text += String.fromCharCode.apply(null, data.subarray(i, i + 0x8000));
+  return btoa(text);
+}
 function bytes(v) {
   if (!v) return null;
   if (v instanceof DataView || ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
@@ -144,7 +149,7 @@ function render({ model, el }) {
   el.appendChild(root);
 
   const S = { win: null, winKey: null, boxes: [], hover: null, drag: null, imgUrl: null, imgOf: null,
-              cells: new Map(), frame: 0, drawnSpec: null, lastWidth: 860, pictureTimer: null, disposed: false };
+              cells: new Map(), bars: {}, frame: 0, drawnSpec: null, lastWidth: 860, pictureTimer: null, disposed: false };
   root.__gx = S;  // for tests: what was drawn (the pane's own record)
 
   const spec = () => model.get('spec') || {};
@@ -374,11 +379,16 @@ function render({ model, el }) {
     const lut = bytes(luts()[p.scale.cmap]);
     if (!lut) return;
     const n = lut.length / 4 - 1;
-    for (let k = 0; k < n; k++) {
-      ctx.fillStyle = `rgb(${lut[4 * k]},${lut[4 * k + 1]},${lut[4 * k + 2]})`;
-      const y0 = bar.y + bar.h * (1 - (k + 1) / n);
-      ctx.fillRect(bar.x, y0, bar.w, bar.h / n + 0.6);
+    let strip = S.bars[p.scale.cmap];
+    if (!strip) {  // the colormap as a 1 x n picture, top = the last colour
+      strip = S.bars[p.scale.cmap] = document.createElement('canvas');
+      strip.width = 1; strip.height = n;
+      const sx = strip.getContext('2d'), image = sx.createImageData(1, n);
+      for (let k = 0; k < n; k++) image.data.set(lut.subarray(4 * k, 4 * k + 4), 4 * (n - 1 - k));
+      sx.putImageData(image, 0, 0);
     }
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(strip, bar.x, bar.y, bar.w, bar.h);
     ctx.strokeStyle = '#333'; ctx.lineWidth = 1; ctx.strokeRect(bar.x, bar.y, bar.w, bar.h);
     const { vmin, vmax, log } = p.scale;
     const norm = normOf(p.scale);
@@ -453,13 +463,14 @@ function render({ model, el }) {
     } else if (kind === 'image') {
       const png = model.get('png');
       if (png !== S.imgOf) {
-        const old = S.imgUrl, data = bytes(png);
-        S.imgUrl = data && data.length ? URL.createObjectURL(new Blob([data.slice()], { type: 'image/png' })) : null;
+        const data = bytes(png);
         S.imgOf = png;
-        root.dataset.image = 'loading';
-        if (S.imgUrl) img.src = S.imgUrl;
-        // the last picture's URL lives on until the new one has loaded
-        if (old) setTimeout(() => URL.revokeObjectURL(old), 5000);
+        // a data: URL, not a blob: one: a blob revoked (or collected) while Chromium had
+        // set its decoded picture aside left the view blank
+        if (data && data.length) {
+          root.dataset.image = 'loading';
+          img.src = `data:image/png;base64,${base64(data)}`;
+        }
       }
       img.style.width = sp.width ? `${Math.min(sp.width, width())}px` : '100%';
     } else {
@@ -652,7 +663,6 @@ function render({ model, el }) {
     window.removeEventListener('mousemove', onMove);
     window.removeEventListener('mouseup', onUp);
     resize.disconnect();
-    if (S.imgUrl) URL.revokeObjectURL(S.imgUrl);
     clearTimeout(tileTimer); clearTimeout(S.pictureTimer);
   };
 }
