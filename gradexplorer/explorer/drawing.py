@@ -30,16 +30,24 @@ class ViewDrawing:
             self._draw(name)
 
     def _draw(self, name: str) -> bool:
-        """Compute view ``name`` and send it; False when dropped or failed."""
-        published = self.published
-        note = self._notes.get(name)
-        try:
-            frame = Frame({"kind": "note", "text": note}) if note else view(name).compute(self)
-        except Cancelled:
-            return False
-        except Exception as exc:
-            self._show_error(exc, f"while drawing the {name} view")
-            frame = Frame({"kind": "note", "text": f"This view could not be drawn here: {exc}"})
+        """Compute view ``name`` and send it; False when dropped or failed.
+
+        One thread computes a view at a time (the idle worker and a tab click may both
+        want it); the view's lock is let go before the explorer's lock is taken for the
+        sending, never held under it the other way round.
+        """
+        with self._view_locks[name]:
+            if name not in self._dirty:  # the other thread has just sent it
+                return True
+            published = self.published
+            note = self._notes.get(name)
+            try:
+                frame = Frame({"kind": "note", "text": note}) if note else view(name).compute(self)
+            except Cancelled:
+                return False
+            except Exception as exc:
+                self._show_error(exc, f"while drawing the {name} view")
+                frame = Frame({"kind": "note", "text": f"This view could not be drawn here: {exc}"})
         with self._lock:
             if published != self.published or self._closed:
                 return False

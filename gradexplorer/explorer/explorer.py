@@ -106,6 +106,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.add_class("gx-explorer")
         self.asynchronous = _in_kernel() if asynchronous is None else asynchronous
         self._lock = threading.RLock()
+        self._view_locks = {name: threading.Lock() for name in VIEW_NAMES}
         self.pictures = Pictures()
         self.report = None
         self.generation = 0

@@ -9,7 +9,9 @@ on the Landscape's plane moves the point.
 
 from __future__ import annotations
 
+import functools
 import io
+import threading
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -36,12 +38,25 @@ FIGSIZE = {
 NATIVE = {"precision": "native"}
 
 
+def _serial(method):
+    """One picture at a time: the worker's idle fill and a tab click could draw the same
+    view at once, one clearing the figure the other was saving (a blank picture)."""
+
+    @functools.wraps(method)
+    def serial(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return serial
+
+
 class Pictures:
     """One figure and its artists per picture view, updated in place."""
 
     def __init__(self) -> None:
         self.figures: dict[str, Figure] = {}
         self.artists: dict[str, Any] = {}
+        self._lock = threading.RLock()
 
     def figure(self, name: str, fresh: bool = False) -> Figure:
         fig = self.figures.get(name)
@@ -55,6 +70,7 @@ class Pictures:
             self.artists.pop(name, None)
         return fig
 
+    @_serial
     def close(self) -> None:
         for fig in self.figures.values():
             fig.clear()
@@ -84,6 +100,7 @@ class Pictures:
 
     # ------------------------------------------------------------ the views
 
+    @_serial
     def step_sweep(self, f, args, entry: tuple, wrt: Any) -> tuple[dict, bytes]:
         sweep = step_sweep(f, *args, entry=entry, wrt=wrt, **NATIVE)
         art = self.artists.get("Step sweep")
@@ -92,6 +109,7 @@ class Pictures:
             self.artists["Step sweep"] = P.draw_step_sweep(sweep, fig.add_subplot())
         return self.png("Step sweep")
 
+    @_serial
     def where(self, f, args, argnums: tuple) -> tuple[dict, bytes]:
         from ..display.graph import plot_localization
         from ..locate.localize import locate
@@ -101,6 +119,7 @@ class Pictures:
         self.artists["Where"] = loc
         return self.png("Where")
 
+    @_serial
     def graph(self, f, args, slot: int, entry: tuple, mode: str, step: int) -> tuple[dict, Any]:
         """The AD sweeps of the selected entry; returns the frame and the sweeps (None
         with a note when f is too big to step through)."""
@@ -122,6 +141,7 @@ class Pictures:
         art.sweeps = sweeps
         return self.png("Graph"), sweeps
 
+    @_serial
     def landscape(self, single, x) -> tuple[dict, bytes]:
         art = self.artists.get("Landscape")
         if art is None or not D.update_landscape(art, single, x):
@@ -131,6 +151,7 @@ class Pictures:
         clickable = (("plane", point.axes),) if art.kind == "plane" and point is not None else ()
         return self.png("Landscape", clickable)
 
+    @_serial
     def linear_map(self, single, x) -> tuple[dict, bytes]:
         art = self.artists.get("Linear map")
         if art is None or not D.update_linear_map(art, single, x):
