@@ -758,7 +758,8 @@ class Session:
                     const done = s ? s.state === 'idle' && (since === null || s.generation > since)
                                    : T.kernelQuiet(quiet);
                     const idle = first || done;
-                    return idle && L.stableFrames >= 30 && (L.changes > 0 || L.stableFrames > 180);
+                    const stuck = first ? 900 : 180;
+                    return idle && L.stableFrames >= 30 && (L.changes > 0 || L.stableFrames > stuck);
                 }""",
                 [k, since, QUIET_MS, until == "first"],
                 timeout=180,

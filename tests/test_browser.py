@@ -489,8 +489,8 @@ def _offline_html(s: Session, browser, root: Path) -> None:
         page = context.new_page()
         requests = []
         page.on("request", lambda r: requests.append(r.url))
+        offline = Session(page, s.url, s.findings, prefix="browser_html")  # before goto
         page.goto(html.as_uri())
-        offline = Session(page, s.url, s.findings, prefix="browser_html")
         _check_snapshots(offline, "nbconvert html, offline")
         page.evaluate("() => document.querySelector('.gx-snapshot').scrollIntoView()")
         offline.shot("offline")

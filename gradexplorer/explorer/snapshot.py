@@ -8,7 +8,7 @@ an ordinary HTML output (a ``display_id`` it updates): the page's own picture of
 map view (sent by the pane once its frames stop), the kernel's PNG of each picture
 view, the text of each note. Its CSS shows it only where no live explorer stands
 above it (a saved notebook whose widgets are gone, an nbconvert page), and there it
-hides the widget output's "model not found" in its favour.
+hides the widget's own output ("Loading widget…", "model not found") in its favour.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ SETTLE = 1.0
 SNAPSHOT_CSS = """<style>
 .gx-snapshot { display: none; font: 13px sans-serif; color: #222; }
 .jp-OutputArea-child:not(:has(.gx-explorer)) + .jp-OutputArea-child .gx-snapshot { display: block; }
-.jp-OutputArea-child:has(+ .jp-OutputArea-child .gx-snapshot) > .jp-OutputArea-output[
-  data-mime-type="application/vnd.jupyter.widget-view+json"]:not(:has(.gx-explorer))
+.jp-OutputArea-child:has(+ .jp-OutputArea-child .gx-snapshot):not(:has(.gx-explorer))
   { display: none; }
 .gx-snapshot .gx-snap-head { font-style: italic; color: #555; margin: 4px 0 8px; }
 .gx-snapshot figure { margin: 0 0 14px; }
