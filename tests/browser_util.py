@@ -733,6 +733,7 @@ class Session:
         explorer's canvases (ms, a pair), measured in the page, once per press (ArrowRight /
         ArrowLeft)."""
         times: list[tuple | None] = []
+        breakdown: list[tuple] = []  # key to the pane's last frame arriving; its drawing (ms)
         for i in range(presses):
             since = self.generation(k)
             self.focus_slider(k, label)
@@ -759,7 +760,8 @@ class Session:
                                    : T.kernelQuiet(quiet);
                     const idle = first || done;
                     const stuck = first ? 900 : 180;
-                    return idle && L.stableFrames >= 30 && (L.changes > 0 || L.stableFrames > stuck);
+                    return idle && L.stableFrames >= 30 &&
+                        (L.changes > 0 || L.stableFrames > stuck);
                 }""",
                 [k, since, QUIET_MS, until == "first"],
                 timeout=180,
@@ -768,6 +770,16 @@ class Session:
                 "stableFrames: L.stableFrames, kernelIdle: __gxt.kernelIdle()}; }",
             )
             lat = self.js("() => { const L = __gxt.lat; L.stop = true; return L; }")
+            pane = self.js(
+                "(k) => { const p = __gxt.paneOf(k); return p ? {...p.dataset} : {}; }", k
+            )
+            if pane.get("changedAt") and lat["tKey"] is not None:
+                breakdown.append(
+                    (
+                        round(float(pane["changedAt"]) - lat["tKey"]),
+                        float(pane.get("drawMs", "nan")),
+                    )
+                )
             times.append(
                 None
                 if not lat["changes"]
@@ -782,7 +794,8 @@ class Session:
         self.log(
             f"{where}: latency (first, last repaint) "
             f"{[None if t is None else tuple(round(v) for v in t) for t in times]} ms "
-            f"(the measurement's own slowest frame: {lat['hashMs']:.0f} ms)"
+            f"(the measurement's own slowest frame: {lat['hashMs']:.0f} ms); key to the "
+            f"pane's last frame, its drawing: {breakdown}"
         )
         return times
 

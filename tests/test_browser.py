@@ -336,10 +336,19 @@ def _reopen_saved(s: Session, root: Path) -> None:
     widgets' state saved with the notebook), not "Error displaying widget"."""
     name = "browser_examples.ipynb"
     with s.step(f"save {name}, shut its kernel down and close it"):
-        # as a user reaches for Save once the explorers are done: the kernel quiet for
-        # five seconds (idle, the explorers compute the views nobody looked at, the panes
-        # send their pictures and the saved-pictures outputs are rewritten)
-        s.wait("() => __gxt.kernelQuiet(5000)", timeout=180, what="the kernel to be quiet")
+        # as a user reaches for Save once the explorers are done: every explorer idle with
+        # no view left to compute in the background (data-todo), then the kernel quiet for
+        # three seconds (the panes send their pictures, the saved-pictures outputs are
+        # rewritten a second after the last)
+        s.wait(
+            """() => __gxt.explorers().every(r => { const e = r.querySelector(
+                '.gx-status [data-state]'); return e && e.dataset.state === 'idle' &&
+                e.dataset.todo === '0'; }) && __gxt.kernelQuiet(3000)""",
+            timeout=300,
+            what="every explorer idle with every view computed, the kernel quiet",
+            state="""() => __gxt.explorers().map(r => { const e = r.querySelector(
+                '.gx-status [data-state]'); return e ? {...e.dataset} : null; })""",
+        )
         s.js(
             """async () => { const p = __gxt.panel(); await p.context.save();
                 await p.sessionContext.shutdown(); p.close(); }"""

@@ -25,6 +25,8 @@ __all__ = ["Computing", "SLOW_CHECK"]
 #: A check that took longer than this (seconds) gets the Check view's AD Jacobian shown
 #: first; a shorter one is shown as one picture.
 SLOW_CHECK = 0.05
+#: Seconds the worker pauses after sending a frame, for the IOPub thread to send it.
+HAND_OVER = 0.001
 
 
 class Computing:
@@ -90,7 +92,8 @@ class Computing:
                 return
             self.view_f = f
             self._publish(report, args)
-            self.status.value = status_html("idle", generation)
+            todo = len(self._dirty) if self._worker is not None else 0
+            self.status.value = status_html("idle", generation, todo=todo)
 
     def _jacobian_first(self) -> str | None:
         """The view to give the AD Jacobian before the check, if any: in the background,
@@ -118,6 +121,9 @@ class Computing:
             spec, slots = maps.check_frame(None, key, early=A, last=pane.spec)
         labels = self.labels() if self.report is not None and self.report.shape == A.shape else None
         pane.show(self.decorate(spec), slots, labels=labels)
+        # the frame leaves the kernel when its IOPub thread gets the GIL; the check going
+        # on in this thread held it for 15-20 ms a frame: a millisecond's pause hands it over
+        time.sleep(HAND_OVER)
 
     def _withdraw_first(self, view: str | None) -> None:
         """The check failed: the Jacobian shown first goes back to the last good point's."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import maps
+from .html import status_html
 from .registry import VIEW_NAMES, VIEWS, Frame, view
 from .worker import Cancelled, cancellable
 
@@ -71,7 +72,11 @@ class ViewDrawing:
         if worker is not None:  # a change arriving stops it at its next evaluation of f
             self.view_f = cancellable(self.f, lambda: not worker.pending())
         self._draw(todo[0])
-        return len(todo) > 1
+        left = sum(v.name in self._dirty for v in VIEWS)
+        with self._lock:
+            if not self._closed and "busy" not in self.status.value:
+                self.status.value = status_html("idle", self.generation, todo=left)
+        return left > 0
 
     def fill_views(self) -> None:
         """Send every view that is out of date (what the idle worker does, at once)."""

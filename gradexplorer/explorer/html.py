@@ -68,12 +68,17 @@ def stale_badge_html(last_point: str) -> str:
     )
 
 
-def status_html(state: str, generation: int) -> str:
-    """ "computing…" while busy; the state and the change's number as data attributes
-    (tests and the browser test wait on them, not on time)."""
+def status_html(state: str, generation: int, todo: int = 0) -> str:
+    """ "computing…" while busy; the state, the change's number and how many views are
+    still to compute in the background (for the saved pictures) as data attributes
+    (the browser test waits on them, not on time).
+
+    >>> status_html("idle", 3, todo=2)[:57]
+    '<span data-state="idle" data-generation="3" data-todo="2"'
+    """
     text = "computing…" if state == "busy" else ""
     return (
-        f'<span data-state="{state}" data-generation="{generation}" '
+        f'<span data-state="{state}" data-generation="{generation}" data-todo="{todo}" '
         f'style="color:#555;margin-left:8px">{text}</span>'
     )
 

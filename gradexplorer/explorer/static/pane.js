@@ -329,7 +329,8 @@ function render({ model, el }) {
     const sel = S.localSel || sp.selection;
     if (sel) {
       const [i, j] = sel;
-      const w = Math.max(cw, 4), h = Math.max(ch, 4);
+      // a cell of a large map is a pixel or two: the outline keeps a size one can see
+      const w = Math.max(cw, 9), h = Math.max(ch, 9);
       const [x, y] = cell(i, j);
       const cx = x + cw / 2, cy = y + ch / 2;
       ctx.strokeStyle = MAGENTA; ctx.lineWidth = 2.5;
@@ -449,6 +450,7 @@ function render({ model, el }) {
   }
 
   function draw() {
+    const t0 = performance.now();
     S.frame = 0;
     if (S.disposed) return;
     const sp = spec();
@@ -478,6 +480,8 @@ function render({ model, el }) {
       note.style.minHeight = kind === 'pending' ? `${sp.height || 200}px` : '';
     }
     root.dataset.drawn = String((Number(root.dataset.drawn) || 0) + 1);
+    root.dataset.drawnAt = performance.now().toFixed(1);
+    root.dataset.drawMs = (performance.now() - t0).toFixed(1);
   }
   function schedule() { if (!S.frame) S.frame = requestAnimationFrame(draw); }
 
@@ -641,6 +645,7 @@ function render({ model, el }) {
     off.toBlob((blob) => blob && blob.arrayBuffer().then((buf) => send({ type: 'picture', key: sp.key }, [buf])), 'image/png');
   }
   function onKernelChange() {
+    root.dataset.changedAt = performance.now().toFixed(1);  // for the latency's breakdown
     S.localSel = null;
     const sp = spec();
     if (sp.kind === 'maps' && sp.key !== S.lastKey) {
@@ -657,6 +662,9 @@ function render({ model, el }) {
   const resize = new ResizeObserver(() => { if (root.clientWidth && Math.min(root.clientWidth, 860) !== S.lastWidth) schedule(); else if (root.clientWidth && !S.drawnOnce) { S.drawnOnce = true; schedule(); } });
   resize.observe(root);
   draw();
+  // numbers that came before this view existed (a fast check, a restored notebook): their
+  // picture is kept too (with no kernel behind the model, sending does nothing)
+  if (spec().kind === 'maps') S.pictureTimer = setTimeout(keepPicture, 900);
   return () => {
     S.disposed = true;
     for (const name of TRAITS) model.off(`change:${name}`, onKernelChange);
