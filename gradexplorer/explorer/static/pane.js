@@ -368,9 +368,14 @@ function render({ model, el }) {
     ctx.textAlign = 'center'; ctx.font = `11px ${FONT}`;
     const yx = map.y + map.h + b.bottom - 8;
     ctx.fillText(lb.xlabel || 'input x[j]', map.x + map.w / 2, yx, b.cell.w - 8);
-    if (b.p.caption) {
+    let caption = b.p.caption;
+    const t = tileFor(spec(), b.k);
+    if (t && (t.block || [1, 1])[0] === 1 && (b.p.block || [1, 1])[0] > 1 && t.r0 <= win.r0 && t.r1 >= win.r1 && t.c0 <= win.c0 && t.c1 >= win.c1) {
+      caption = 'zoomed in: every entry (double click: the whole map, pooled)';
+    }
+    if (caption) {
       ctx.fillStyle = '#444';
-      b.p.caption.split('\n').forEach((c, k) => ctx.fillText(c, map.x + map.w / 2, yx + 14 * (k + 1), b.cell.w - 8));
+      caption.split('\n').forEach((c, k) => ctx.fillText(c, map.x + map.w / 2, yx + 14 * (k + 1), b.cell.w - 8));
     }
     ctx.save(); ctx.translate(b.cell.x + 9, map.y + map.h / 2); ctx.rotate(-Math.PI / 2);
     ctx.fillStyle = '#222'; ctx.fillText(lb.ylabel || 'output y[i]', 0, 0, map.h); ctx.restore();
