@@ -331,15 +331,20 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             return
         self.generation += 1
         generation = self.generation
-        self.status.value = status_html("busy", generation)
         try:
             request = (generation, self.current_args(), self._settings())
         except Exception as exc:
+            self.status.value = status_html("idle", generation)
             self._fail(exc, "while reading the controls")
             return
         if self._worker is not None:
-            self._worker.submit(request)
+            # the check starts while the status is sent; under the lock, so that its
+            # "idle" (set under it too) cannot come before this "busy"
+            with self._lock:
+                self._worker.submit(request)
+                self.status.value = status_html("busy", generation)
         else:
+            self.status.value = status_html("busy", generation)
             try:
                 self._compute(request)
             except Cancelled:
