@@ -133,6 +133,7 @@ def jupyterlab(tmp: Path, notebooks: list[Path], app: str = "lab"):
         "--ServerApp.password=",
         f"--ServerApp.root_dir={root}",
         f"--{klass}.app_settings_dir={overrides.parent}",
+        f"--LabServerApp.app_settings_dir={overrides.parent}",
         f"--{klass}.expose_app_in_browser=True",
     ]
     if app == "lab":
@@ -401,6 +402,15 @@ class Session:
             """([k, what]) => {
                 const root = __gxt.explorer(k);
                 const cell = root.closest('.jp-Cell');
+                // Notebook 7 reopens a long output scrolled inside a box of its own: show
+                // it whole, as a user clicking the output's left edge does
+                const p = __gxt.panel(), w = p && p.content.widgets.find(c => c.node === cell);
+                if (w && w.model.type === 'code' && w.model.getMetadata('scrolled') !== false) {
+                    w.model.setMetadata('scrolled', false);
+                    w.outputsScrolled = false;
+                }
+                const boxes = '.jp-OutputArea-child, .jp-Cell-outputWrapper, .jp-Cell-outputArea';
+                if (cell) for (const o of cell.querySelectorAll(boxes)) o.style.maxHeight = 'none';
                 if (cell) cell.scrollIntoView({block: 'start'});
             }""",
             [k, what],

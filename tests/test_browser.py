@@ -740,13 +740,15 @@ def _write_latency(latency: dict, findings: Findings) -> None:
 
 def test_the_tour_in_notebook7(tmp_path):
     """The tour in Notebook 7: every tab of both explorers, a slider moved with the mouse
-    (its arrow keys move the cell focus, even on a slider), a cell clicked, a hover."""
+    (its arrow keys move the cell focus, even on a slider), a cell clicked, a hover; then
+    the examples: zoom, a gallery switch, an f that raises (by mouse), page reload + Run
+    All + tab clicks, save + reopen without running a cell."""
     need_chromium()
     from playwright.sync_api import sync_playwright
 
     findings = Findings()
     with (
-        jupyterlab(tmp_path, [TOUR], app="notebook") as url,
+        jupyterlab(tmp_path, [TOUR, EXAMPLES], app="notebook") as url,
         sync_playwright() as p,
     ):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -777,6 +779,7 @@ def test_the_tour_in_notebook7(tmp_path):
             _hover(s, 0, "nb7/explorer", {})
             for problem in s.page_problems():
                 s.soft(False, "a user sees an error or warning in the notebook", f"nb7: {problem}")
+            _notebook7_examples(s)
         finally:
             browser.close()
     # Notebook 7 logs this while it starts, before any cell runs, with or without the
@@ -785,3 +788,77 @@ def test_the_tour_in_notebook7(tmp_path):
     widget_errors = [e for e in s.console_errors if WIDGET_ERROR.search(e) and known not in e]
     s.soft(not widget_errors, "errors in the browser console", "; ".join(widget_errors[:5]))
     assert not findings.failures, "in Notebook 7:\n" + findings.summary()
+
+
+def _notebook7_examples(s: Session) -> None:
+    name = "browser_examples.ipynb"
+    with s.step(f"nb7: open and run {name}"):
+        s.open_first(name)
+        s.run_all(expected_explorers=len(NAMES))
+    for k in (BUGGY, BIG, RAISES, GALLERY):
+        with s.step(f"nb7/{NAMES[k]}: first picture"):
+            s.reveal(k)
+            s.settle(k, timeout=240)
+    _zoom(s, BIG, "nb7/big", pooled=False)
+    menu = s.page.evaluate_handle(
+        """(k) => [...__gxt.explorer(k).querySelectorAll('.widget-dropdown')]
+            .find(d => d.querySelector('label').textContent.trim() === 'example')
+            .querySelector('select')""",
+        GALLERY,
+    ).as_element()
+    with s.step("nb7/gallery: choose cube_holomorphic"):
+        s.reveal(GALLERY, "sliders")
+        since = s.generation(GALLERY)
+        menu.select_option(label="cube_holomorphic")
+        s.settle(GALLERY, since=since)
+    s.check_all_views(GALLERY, "nb7/gallery", "nb7_gallery", only=("Jacobian", "Check", "Complex"))
+    with s.step("nb7/raises: drag x[0] past 2 (f raises), then back"):
+        s.settle(RAISES)
+        s.drag_slider(RAISES, "x[0]", 400)
+        s.wait(
+            "(k) => __gxt.visibleText(__gxt.explorer(k), '.gx-error').includes('too big')",
+            RAISES,
+            timeout=120,
+            what="the error to be shown",
+        )
+        _verdict(s, RAISES, "STALE", "nb7/raises")
+        s.drag_slider(RAISES, "x[0]", -400)
+        s.wait(
+            "(k) => !__gxt.visibleText(__gxt.explorer(k), '.gx-error').includes('too big')",
+            RAISES,
+            timeout=120,
+            what="the error to go away",
+        )
+    with s.step(f"nb7: reload {name} and run all again"):
+        s.reload(name)
+        s.run_all(expected_explorers=len(NAMES))
+        s.reveal(BUGGY)
+        s.settle(BUGGY, timeout=240)
+    s.check_all_views(BUGGY, "nb7/reload/buggy", "nb7_reload_buggy")
+    with s.step(f"nb7: save {name}, shut its kernel down, open it again"):
+        try:
+            s.wait(
+                """() => __gxt.explorers().every(r => { const e = r.querySelector(
+                    '.gx-status [data-state]'); return e && e.dataset.state === 'idle' &&
+                    e.dataset.todo === '0'; }) && __gxt.kernelQuiet(3000)""",
+                timeout=120,
+                what="every explorer idle with every view computed, the kernel quiet",
+                state="""() => [__gxt.explorers().map(r => { const e = r.querySelector(
+                    '.gx-status [data-state]'); return e ? e.dataset.state + '/' +
+                    e.dataset.todo : null; }).join(' '), Math.round(performance.now() -
+                    __gxt.lastMsg)]""",
+            )
+        except AssertionError as exc:  # saved as it is: what the reopened page shows
+            s.findings.notes.append(f"nb7: saved before the explorers were done: {exc}")
+        s.js(
+            """async () => { const p = __gxt.panel(); await p.context.save();
+                await p.sessionContext.shutdown(); }"""
+        )
+        s.open_first(name)
+        _saved_explorers_shown(s, name)
+        # the complex one: Notebook 7 shows the first explorer's long output in a box
+        # scrolled on its own, its tabs inside it
+        s.reveal(COMPLEX)
+        s.settle(COMPLEX, what="the saved explorer's picture")
+    _verdict(s, BUGGY, "FAILED", "nb7/reopened/buggy")
+    s.check_all_views(COMPLEX, "nb7/reopened/complex", "nb7_reopened_complex")
