@@ -741,3 +741,17 @@ def test_the_pages_module_is_in_the_package_and_fetches_nothing():
     assert "import " not in js.split("\n", 20)[-1][:0] + "".join(
         line for line in js.splitlines() if line.startswith("import ")
     )
+
+
+def test_the_status_counts_no_view_left_once_a_tab_click_drew_the_last(explorer):
+    """The idle worker counted the views left before a tab click drew the last one, and
+    then, finding none, left the status saying one was left (a saved notebook waited on
+    it for ever)."""
+    ex = explorer(lambda x: anp.sin(x) * x, anp.linspace(0, 1, 3))
+    while len(ex._dirty) > 1:
+        ex.fill_one()
+    (last,) = ex._dirty
+    ex.status.value = ex.status.value.replace('data-todo="0"', 'data-todo="1"')
+    show(ex, last)  # the click draws it
+    assert not ex._dirty and not ex.fill_one()
+    assert 'data-todo="0"' in ex.status.value

@@ -66,15 +66,15 @@ class ViewDrawing:
         if self.report is None or self._closed or self.stale:
             return False
         todo = [v.name for v in VIEWS if v.name in self._dirty]
-        if not todo:
-            return False
-        worker = self._worker
-        if worker is not None:  # a change arriving stops it at its next evaluation of f
-            self.view_f = cancellable(self.f, lambda: not worker.pending())
-        self._draw(todo[0])
+        if todo:
+            worker = self._worker
+            if worker is not None:  # a change arriving stops it at its next evaluation of f
+                self.view_f = cancellable(self.f, lambda: not worker.pending())
+            self._draw(todo[0])
+        # counted again after the drawing: a tab click may have drawn one meanwhile
         left = sum(v.name in self._dirty for v in VIEWS)
         with self._lock:
-            if not self._closed and "busy" not in self.status.value:
+            if not self._closed and 'data-state="busy"' not in self.status.value:
                 self.status.value = status_html("idle", self.generation, todo=left)
         return left > 0
 
