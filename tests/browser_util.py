@@ -116,6 +116,11 @@ def jupyterlab(tmp: Path, notebooks: list[Path], app: str = "lab"):
         JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
         JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
         PYDEVD_DISABLE_FILE_VALIDATION="1",
+        # One BLAS thread in the kernels: on this 2-core machine, shared by several test
+        # suites, BLAS's two threads waiting on each other made a 1024 x 1024 AD Jacobian
+        # (~0.14 s alone) take 1.5-6 s; with one, 0.35 s under the same load
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
     )
     port = _free_port()
     log_path = tmp / "jupyterlab.log"

@@ -13,7 +13,7 @@ import time
 import numpy as onp
 
 from ..check.api import check_grads
-from ..check.progress import on_analytic
+from ..check.progress import on_analytic, on_checkpoint
 from ..fd.steps import default_step
 from . import maps
 from .html import badge_html, status_html, worst_html
@@ -75,7 +75,10 @@ class Computing:
 
         try:
             started = time.perf_counter()
-            with on_analytic(show_first if first else None):
+            with (
+                on_analytic(show_first if first else None),
+                on_checkpoint(lambda: self._stop_unless_current(generation)),
+            ):
                 report = check_grads(f, *args, mode="full", precision="native", **settings)
             self._check_seconds = time.perf_counter() - started - showing
         except Cancelled:
@@ -94,6 +97,11 @@ class Computing:
             self._publish(report, args)
             todo = len(self._dirty) if self._worker is not None else 0
             self.status.value = status_html("idle", generation, todo=todo)
+
+    def _stop_unless_current(self, generation: int) -> None:
+        """Between a check's backward passes: a newer change stops it there."""
+        if not self._is_current(generation):
+            raise Cancelled
 
     def _jacobian_first(self) -> str | None:
         """The view to give the AD Jacobian before the check, if any: in the background,
