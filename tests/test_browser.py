@@ -160,9 +160,22 @@ def _tour(s: Session, latency: dict, timings: dict) -> None:
         with s.step(f"latency of the 3x3 explorer's {view} view"):
             s.select_tab(0, view, "tour/explorer")
             s.settle(0)
+            _all_done(s)
             latency[f"3x3 {view}"] = s.latency(0, "x[0]", f"tour/explorer/{view}")
     for problem in s.page_problems():
         s.soft(False, "a user sees an error or warning in the notebook", f"tour: {problem}")
+
+
+def _all_done(s: Session, timeout: float = 300) -> None:
+    """Every explorer idle with no view left to compute in the background, the kernel quiet
+    for a second: a latency is measured on an explorer, not on its neighbours' work."""
+    s.wait(
+        """() => __gxt.explorers().every(r => { const e = r.querySelector(
+            '.gx-status [data-state]'); return e && e.dataset.state === 'idle' &&
+            e.dataset.todo === '0'; }) && __gxt.kernelQuiet(1000)""",
+        timeout=timeout,
+        what="every explorer done (idle, every view computed), the kernel quiet",
+    )
 
 
 def _verdict(s: Session, k: int, word: str, where: str) -> None:
@@ -272,11 +285,13 @@ def _examples(s: Session, latency: dict, timings: dict) -> None:
         with s.step(f"latency of the 256x256 explorer's {view} view"):
             s.select_tab(BIG, view, "examples/big")
             s.settle(BIG)
+            _all_done(s)
             latency[f"256x256 {view}"] = s.latency(BIG, "scale", f"examples/big/{view}")
     _zoom(s, BIG, "examples/big", pooled=False)
     with s.step("latency of the 1024x1024 explorer's Jacobian view"):
         s.select_tab(HUGE, "Jacobian", "examples/huge")
         s.settle(HUGE, timeout=240)
+        _all_done(s)
         latency["1024x1024 Jacobian"] = s.latency(
             HUGE, "scale", "examples/huge/Jacobian", until="first"
         )
