@@ -460,6 +460,13 @@ def test_a_pane_says_drawing_before_its_first_numbers():
     from gradexplorer.explorer.pane import Pane
 
     assert Pane().spec == {"kind": "pending", "text": "drawing…"}
+    ex = gx.explore(lambda x: anp.sin(x), np.ones(2), asynchronous=True)
+    try:  # the height of the picture to come: nothing below moves when it comes
+        assert (
+            ex.panes["Check"].spec["height"] == 680 or ex.panes["Check"].spec["kind"] != "pending"
+        )
+    finally:
+        ex.close()
 
 
 def test_an_error_marks_the_views_stale_names_the_point_and_recovers(explorer):

@@ -35,10 +35,10 @@ from .html import (
 from .pane import Pane
 from .pictures import Pictures
 from .points import along, point_from, point_sliders
-from .registry import VIEW_NAMES, VIEWS, shape_of
+from .registry import VIEW_NAMES, VIEWS, pending_spec, shape_of
 from .rerun import file_under_cell
 from .snapshot import Snapshot
-from .worker import Cancelled, Worker
+from .worker import Cancelled, Worker, in_kernel
 
 __all__ = ["explore", "Explorer"]
 
@@ -104,7 +104,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     ):
         super().__init__(layout=W.Layout(width="100%"))
         self.add_class("gx-explorer")
-        self.asynchronous = _in_kernel() if asynchronous is None else asynchronous
+        self.asynchronous = in_kernel() if asynchronous is None else asynchronous
         self._lock = threading.RLock()
         self._view_locks = {name: threading.Lock() for name in VIEW_NAMES}
         self.pictures = Pictures()
@@ -129,7 +129,10 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.status.value = status_html("busy", 0)
         self.point_box = W.VBox()
         self.point_sliders: list[W.FloatSlider] = []
-        self.panes = {name: Pane(view=name, on_message=self._on_pane) for name in VIEW_NAMES}
+        self.panes = {
+            name: Pane(view=name, on_message=self._on_pane, spec=pending_spec(name))
+            for name in VIEW_NAMES
+        }
         self.tabs = W.Tab(children=list(self.panes.values()), titles=VIEW_NAMES, selected_index=0)
         for control in (self.method, self.step, self.rtol, self.block, self.scale, self.seed):
             control.observe(self._on_change, "value")
@@ -407,12 +410,3 @@ class Explorer(Computing, ViewDrawing, W.VBox):
 #: Seconds without a change before the views nobody looks at are computed (for the
 #: saved pictures): long enough that a user moving a slider never waits for them.
 IDLE_AFTER = 2.0
-
-
-def _in_kernel() -> bool:
-    """Inside a Jupyter kernel (where a background thread keeps the page responsive)."""
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return False
-    shell = ipython.get_ipython()
-    return getattr(shell, "kernel", None) is not None

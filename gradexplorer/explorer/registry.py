@@ -16,7 +16,7 @@ from ..ad.complex import complex_blocks
 from ..ad.jacobians import hessian
 from . import maps
 
-__all__ = ["View", "Frame", "Shape", "VIEWS", "VIEW_NAMES", "shape_of", "view"]
+__all__ = ["View", "Frame", "Shape", "VIEWS", "VIEW_NAMES", "shape_of", "view", "pending_spec"]
 
 
 @dataclass(frozen=True)
@@ -227,3 +227,20 @@ def view(name: str) -> View:
     (True, True)
     """
     return VIEWS[VIEW_NAMES.index(name)]
+
+
+#: The height (CSS px) each view's first picture usually has: its pane keeps it while
+#: waiting, so that nothing below moves when the picture comes.
+HEIGHTS = {"Jacobian": 520, "Check": 680, "Complex": 620, "Hessian": 700, "Step sweep": 500}
+
+
+def pending_spec(name: str) -> dict:
+    """What a view's pane shows before its first numbers.
+
+    >>> pending_spec("Check")
+    {'kind': 'pending', 'text': 'drawing…', 'height': 680}
+    """
+    from .pictures import FIGSIZE
+
+    height = HEIGHTS.get(name) or int(round(FIGSIZE.get(name, (0, 2.0))[1] * 100))
+    return {"kind": "pending", "text": "drawing…", "height": height}

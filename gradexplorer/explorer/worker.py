@@ -9,6 +9,7 @@ the newest request. Requests are never queued behind each other.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..backends import owns_callable
 
-__all__ = ["Cancelled", "Worker", "cancellable"]
+__all__ = ["Cancelled", "Worker", "cancellable", "in_kernel"]
 
 
 class Cancelled(BaseException):
@@ -114,3 +115,16 @@ class Worker:
                 with self._cv:
                     self._busy = False
                     self._cv.notify_all()
+
+
+def in_kernel() -> bool:
+    """Inside a Jupyter kernel (where a background thread keeps the page responsive).
+
+    >>> in_kernel()
+    False
+    """
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython()
+    return getattr(shell, "kernel", None) is not None

@@ -482,7 +482,9 @@ function render({ model, el }) {
       img.style.width = sp.width ? `${Math.min(sp.width, width())}px` : '100%';
     } else {
       note.textContent = kind === 'pending' ? (sp.text || 'drawing…') : sp.text || '';
-      note.style.minHeight = kind === 'pending' ? `${sp.height || 200}px` : '';
+      // waiting, the pane takes the height its picture will have: the tab bars of the
+      // explorers below do not move when it comes (a click would land elsewhere)
+      note.style.height = kind === 'pending' ? `${sp.height || 200}px` : '';
     }
     root.dataset.drawn = String((Number(root.dataset.drawn) || 0) + 1);
     root.dataset.drawnAt = performance.now().toFixed(1);
