@@ -161,34 +161,30 @@
     if (!st) return null;
     const page = [...st.children].find((c) => !c.classList.contains('lm-mod-hidden'));
     if (!page) return null;
-    return page.querySelector('.jupyter-matplotlib-canvas-div canvas') || page.querySelector('img') ||
-      page.querySelector('canvas');
+    const pane = page.querySelector('.gx-pane');
+    if (!pane) return page.querySelector('canvas') || page.querySelector('img');
+    const kind = pane.dataset.kind;
+    if (kind === 'maps') return pane.querySelector('canvas.gx-canvas');
+    if (kind === 'image') return pane.querySelector('img.gx-image');
+    return pane.querySelector('.gx-note');
   };
+  // the visible view's pane (the explorer's own element for one view)
+  T.pane = (root) => { const el = T.viewElement(root); return el ? el.closest('.gx-pane') : null; };
+  T.paneOf = (k) => T.pane(T.explorer(k));
 
-  // The ipympl canvas model behind a view's canvas element: whether it waits for a
-  // picture it asked for (ipympl asks for no other until one comes), its comm, and the
-  // messages it exchanged -- what a canvas left blank is made of.
+  // What a view left blank is made of: its pane's own record (kind, frames drawn,
+  // window, cell texts) and the widget messages of the explorer's kernel.
   T.canvasState = (el) => {
-    const fig = el && el.closest('.jupyter-matplotlib');
-    const w = fig && T.luminoOf(fig);
-    const model = w && w._view ? w._view.model : null;
-    if (!model) return { found: false, lumino: Boolean(w) };
-    const id = String(model.model_id).slice(0, 8);
-    return {
-      found: true, id, commLive: model.comm_live, closed: model.comm_closed || false,
-      waitingForImage: model.waiting_for_image, imageSrc: Boolean(model.image && model.image.src),
-      imageComplete: model.image ? model.image.complete : null,
-      size: model.get('_size'), dataUrl: (model.get('_data_url') || '').length,
-      views: Object.keys(model.views || {}).length,
-      messages: T.commLog.filter((e) => e.comm === id)
-        .map((e) => `${e.t} ${e.dir} ${e.type} ${e.method || ''} ${e.custom || ''}${e.buffers ? ' +buf' : ''}`),
-    };
+    const pane = el && el.closest('.gx-pane');
+    if (!pane) return { found: false };
+    return { found: true, ...pane.dataset, width: el.width || el.naturalWidth || null,
+             messages: T.commLog.slice(-20).map((e) => `${e.t} ${e.dir} ${e.type} ${e.method || ''}${e.buffers ? ' +buf' : ''}`) };
   };
 
   // ------------------------------------------------------------------ pixels
   const scratch = document.createElement('canvas');
   T.pixels = (el) => {
-    if (!el) return null;
+    if (!el || el.tagName === 'DIV') return null;
     let w, h, ctx;
     if (el.tagName === 'CANVAS') {
       w = el.width; h = el.height;
@@ -203,8 +199,13 @@
     }
     return { w, h, data: new Uint32Array(ctx.getImageData(0, 0, w, h).data.buffer) };
   };
-  // blank: no size, or every pixel the same colour (alpha included)
+  // blank: no size, or every pixel the same colour (alpha included); a note is blank
+  // while it has no words or only says it is drawing
   T.blank = (el) => {
+    if (el && el.tagName === 'DIV') {
+      const t = (el.textContent || '').trim();
+      return !t || t === 'drawing…';
+    }
     const p = T.pixels(el);
     if (!p || !p.data) return true;
     const d = p.data, first = d[0];
@@ -244,6 +245,7 @@
     }
     return h;
   };
+  T.hashView = (root) => `${T.hashCanvases(root)}|${T.hashImages(root)}`;
   T.hashImages = (root) => {
     let h = 2166136261;
     for (const im of root.querySelectorAll('img')) h = fnv(h, [...(im.currentSrc || im.src || '')].map((ch) => ch.charCodeAt(0)));
@@ -291,6 +293,7 @@
     const parts = [JSON.stringify(rect(root)), JSON.stringify(rect(bar)), sc ? sc.scrollTop : 0];
     if (el) {
       parts.push(JSON.stringify(rect(el)));
+      if (el.tagName === 'DIV') parts.push(el.textContent);
       const p = T.pixels(el);
       parts.push(p && p.data ? fnv(2166136261, p.data) : 'empty');
     }

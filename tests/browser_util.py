@@ -78,9 +78,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Seconds between JupyterLab's autosaves in the tests (its default is 120): the saved
+#: notebook must still show its pictures after an autosave rewrote it.
+AUTOSAVE_S = 4
+
+
 @contextlib.contextmanager
-def jupyterlab(tmp: Path, notebooks: list[Path]):
-    """A JupyterLab server on a fresh root holding ``notebooks``; yields its URL.
+def jupyterlab(tmp: Path, notebooks: list[Path], app: str = "lab"):
+    """A JupyterLab (or, ``app="notebook"``, Notebook 7) server on a fresh root holding
+    ``notebooks``; yields its URL.
 
     Started in its own process group, so that stopping it also stops its kernels.
     """
@@ -95,8 +101,14 @@ def jupyterlab(tmp: Path, notebooks: list[Path]):
     shutil.copy(ROOT / "jupyter-config" / "gradexplorer.json", overrides / "gradexplorer.json")
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    if app == "lab":  # Notebook 7 has no news plugin (its page fails on a setting for it)
+        (settings / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+    docmanager = tmp / "settings" / "@jupyterlab" / "docmanager-extension"
+    docmanager.mkdir(parents=True)
+    (docmanager / "plugin.jupyterlab-settings").write_text(
+        json.dumps({"autosave": True, "autosaveInterval": AUTOSAVE_S})
     )
     env = dict(
         os.environ,
@@ -104,25 +116,33 @@ def jupyterlab(tmp: Path, notebooks: list[Path]):
         JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
         JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
         PYDEVD_DISABLE_FILE_VALIDATION="1",
+        # One BLAS thread in the kernels: on this 2-core machine, shared by several test
+        # suites, BLAS's two threads waiting on each other made a 1024 x 1024 AD Jacobian
+        # (~0.14 s alone) take 1.5-6 s; with one, 0.35 s under the same load
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
     )
     port = _free_port()
     log_path = tmp / "jupyterlab.log"
     log = open(log_path, "w")
+    klass = "LabApp" if app == "lab" else "JupyterNotebookApp"
     args = [
         sys.executable,
         "-m",
         "jupyter",
-        "lab",
+        app,
         "--no-browser",
         "--ip=127.0.0.1",
         f"--port={port}",
         "--ServerApp.token=",
         "--ServerApp.password=",
         f"--ServerApp.root_dir={root}",
-        f"--LabApp.app_settings_dir={overrides.parent}",
-        "--LabApp.news_url=None",
-        "--LabApp.expose_app_in_browser=True",
+        f"--{klass}.app_settings_dir={overrides.parent}",
+        f"--LabServerApp.app_settings_dir={overrides.parent}",
+        f"--{klass}.expose_app_in_browser=True",
     ]
+    if app == "lab":
+        args.append("--LabApp.news_url=None")
     if os.geteuid() == 0:
         args.append("--allow-root")
     server = subprocess.Popen(
@@ -137,7 +157,7 @@ def jupyterlab(tmp: Path, notebooks: list[Path]):
                 break
             except Exception:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("jupyter lab did not start:\n" + log_path.read_text()[-4000:])
+                    pytest.fail(f"jupyter {app} did not start:\n" + log_path.read_text()[-4000:])
                 time.sleep(0.25)
         yield url
     finally:
@@ -179,7 +199,10 @@ class Findings:
 class Session:
     """One browser page on the JupyterLab server, as a user works in it."""
 
-    def __init__(self, page, url: str, findings: Findings, prefix: str = "browser"):
+    def __init__(
+        self, page, url: str, findings: Findings, prefix: str = "browser", app: str = "lab"
+    ):
+        self.app = app
         self.t0 = time.monotonic()
         self.page = page
         self.url = url
@@ -285,9 +308,11 @@ class Session:
         )
 
     def open_first(self, name: str) -> None:
-        self.page.goto(f"{self.url}/lab/tree/{name}")
+        where = "lab/tree" if self.app == "lab" else "notebooks"
+        self.page.goto(f"{self.url}/{where}/{name}")
         self.wait_notebook(name)
-        self.ensure_file_browser()
+        if self.app == "lab":
+            self.ensure_file_browser()
 
     def open_from_file_browser(self, name: str) -> None:
         """Double-click the notebook in the file browser, as a user opens it."""
@@ -298,7 +323,8 @@ class Session:
     def reload(self, name: str) -> None:
         self.page.reload()
         self.wait_notebook(name)
-        self.ensure_file_browser()
+        if self.app == "lab":
+            self.ensure_file_browser()
 
     def run_all(self, expected_explorers: int) -> float:
         """Run ▸ Run All Cells (JupyterLab's command); wait until every code cell ran and
@@ -381,6 +407,15 @@ class Session:
             """([k, what]) => {
                 const root = __gxt.explorer(k);
                 const cell = root.closest('.jp-Cell');
+                // Notebook 7 reopens a long output scrolled inside a box of its own: show
+                // it whole, as a user clicking the output's left edge does
+                const p = __gxt.panel(), w = p && p.content.widgets.find(c => c.node === cell);
+                if (w && w.model.type === 'code' && w.model.getMetadata('scrolled') !== false) {
+                    w.model.setMetadata('scrolled', false);
+                    w.outputsScrolled = false;
+                }
+                const boxes = '.jp-OutputArea-child, .jp-Cell-outputWrapper, .jp-Cell-outputArea';
+                if (cell) for (const o of cell.querySelectorAll(boxes)) o.style.maxHeight = 'none';
                 if (cell) cell.scrollIntoView({block: 'start'});
             }""",
             [k, what],
@@ -588,6 +623,12 @@ class Session:
             "explorer wider than its box (horizontal overflow)",
             f"{where}/{title} (+{geo['overflow']}px)",
         )
+        cells = self.js("(k) => { const p = __gxt.paneOf(k); return p ? {...p.dataset} : {}; }", k)
+        self.soft(
+            int(cells.get("cellOverflow") or 0) == 0,
+            "cell values overflow their cells",
+            f"{where}/{title} ({cells.get('cellOverflow')} of {cells.get('cellTexts')} values)",
+        )
         if title in OUTLINED:
             m = self.js("(k) => __gxt.magenta(__gxt.viewElement(__gxt.explorer(k)))", k)
             self.soft(
@@ -647,11 +688,67 @@ class Session:
         )
         return before, self.readout(k, label)
 
-    def latency(self, k: int, label: str, where: str, presses: int = 7) -> list[tuple | None]:
+    def drag_slider(self, k: int, label: str, dx: float) -> tuple[str, str]:
+        """Move slider ``label`` with the mouse: press its handle, drag ``dx`` pixels,
+        release (Notebook 7's arrow keys move the cell focus, even on a slider)."""
+        before = self.focus_slider(k, label)
+        box = self.js(
+            """([k, label]) => __gxt.rect([...__gxt.explorer(k).querySelectorAll('.widget-slider')]
+                .find(s => s.querySelector('.widget-label').textContent.trim() === label)
+                .querySelector('.noUi-handle'))""",
+            [k, label],
+        )
+        x, y = box["left"] + box["width"] / 2, box["top"] + box["height"] / 2
+        self.page.mouse.move(x, y)
+        self.page.mouse.down()
+        for step in range(1, 6):
+            self.page.mouse.move(x + dx * step / 5, y)
+        self.page.mouse.up()
+        self.wait(
+            """([k, label, before]) => [...__gxt.explorer(k).querySelectorAll('.widget-slider')]
+                .find(s => s.querySelector('.widget-label').textContent.trim() === label)
+                .querySelector('.widget-readout').textContent.trim() !== before""",
+            [k, label, before],
+            timeout=30,
+            what=f"slider {label!r} to move when dragged",
+        )
+        return before, self.readout(k, label)
+
+    def hover(self, k: int, fx: float, fy: float) -> dict:
+        """Move the pointer to (fx, fy) of the visible map (fractions of its first
+        panel's box) and wait for the tooltip; returns its text and the page's time from
+        the mousemove to the frame that shows it (ms)."""
+        spot = self.js(
+            """([k, fx, fy]) => { const p = __gxt.paneOf(k), c = p.querySelector('canvas');
+                const b = c.getBoundingClientRect(), w = p.dataset.window;
+                delete p.dataset.hoverMs;
+                return {x: b.left + b.width * fx, y: b.top + b.height * fy, window: w}; }""",
+            [k, fx, fy],
+        )
+        self.page.mouse.move(spot["x"] - 3, spot["y"] - 3)
+        self.page.mouse.move(spot["x"], spot["y"])
+        self.wait(
+            """(k) => { const p = __gxt.paneOf(k), t = p.querySelector('.gx-tip');
+                return p.dataset.hoverMs !== undefined && t.style.display === 'block'; }""",
+            k,
+            timeout=10,
+            what="the hover tooltip",
+        )
+        return self.js(
+            """(k) => { const p = __gxt.paneOf(k);
+                return {text: p.querySelector('.gx-tip').textContent,
+                        ms: Number(p.dataset.hoverMs), entry: p.dataset.hoverEntry}; }""",
+            k,
+        )
+
+    def latency(
+        self, k: int, label: str, where: str, presses: int = 7, until: str = "idle"
+    ) -> list[tuple | None]:
         """Keypress on slider ``label`` to the first and to the last repaint of any of the
         explorer's canvases (ms, a pair), measured in the page, once per press (ArrowRight /
         ArrowLeft)."""
         times: list[tuple | None] = []
+        breakdown: list[tuple] = []  # key to the pane's last frame arriving; its drawing (ms)
         for i in range(presses):
             since = self.generation(k)
             self.focus_slider(k, label)
@@ -668,21 +765,36 @@ class Session:
                 what=f"slider {label!r} to move",
             )
             # done: the explorer idle for this change, and no canvas changed for 30 frames
-            # (or, if nothing changed at all, for 180 frames: the view is stuck)
+            # (or, if nothing changed at all, for 180 frames: the view is stuck); with
+            # until="first", the first picture is what is timed (a 1024 x 1024 check runs
+            # on for seconds after its Jacobian, and the next key cancels it)
             self.wait(
-                """([k, since, quiet]) => {
+                """([k, since, quiet, first]) => {
                     const T = __gxt, L = T.lat, s = T.statusOf(k);
-                    const idle = s ? s.state === 'idle' && (since === null || s.generation > since)
+                    const done = s ? s.state === 'idle' && (since === null || s.generation > since)
                                    : T.kernelQuiet(quiet);
-                    return idle && L.stableFrames >= 30 && (L.changes > 0 || L.stableFrames > 180);
+                    const idle = first || done;
+                    const stuck = first ? 900 : 180;
+                    return idle && L.stableFrames >= 30 &&
+                        (L.changes > 0 || L.stableFrames > stuck);
                 }""",
-                [k, since, QUIET_MS],
+                [k, since, QUIET_MS, until == "first"],
                 timeout=180,
                 what=f"the explorer to finish redrawing after a keypress on {label!r}",
                 state="() => { const L = __gxt.lat; return {changes: L.changes, "
                 "stableFrames: L.stableFrames, kernelIdle: __gxt.kernelIdle()}; }",
             )
             lat = self.js("() => { const L = __gxt.lat; L.stop = true; return L; }")
+            pane = self.js(
+                "(k) => { const p = __gxt.paneOf(k); return p ? {...p.dataset} : {}; }", k
+            )
+            if pane.get("changedAt") and lat["tKey"] is not None:
+                breakdown.append(
+                    (
+                        round(float(pane["changedAt"]) - lat["tKey"]),
+                        float(pane.get("drawMs", "nan")),
+                    )
+                )
             times.append(
                 None
                 if not lat["changes"]
@@ -697,7 +809,8 @@ class Session:
         self.log(
             f"{where}: latency (first, last repaint) "
             f"{[None if t is None else tuple(round(v) for v in t) for t in times]} ms "
-            f"(the measurement's own slowest frame: {lat['hashMs']:.0f} ms)"
+            f"(the measurement's own slowest frame: {lat['hashMs']:.0f} ms); key to the "
+            f"pane's last frame, its drawing: {breakdown}"
         )
         return times
 

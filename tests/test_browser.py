@@ -1,13 +1,17 @@
-"""A user's session in a real JupyterLab, in headless Chromium, driven by Playwright.
+"""A user's session in a real JupyterLab and Notebook 7, in headless Chromium (Playwright).
 
 A 1366x900 window with the file browser open. The tour (notebooks/00_tour.ipynb) and
 tests/notebooks/browser_examples.ipynb (a wrong gradient, a complex function, a 256 x 256
-Jacobian, a function that raises for some inputs, the gallery menu) are run; every tab of
-every explorer is clicked with the mouse and must show a non-blank figure inside the
-visible output area; the selected entry is outlined in magenta; the exception is shown and
-recovered from; the gallery goes through several examples; the examples notebook is
-reloaded, re-run and clicked through again. Keypress-to-last-repaint latency is measured
-in the page and written to bench/browser_latency.{md,json} (not asserted: shared machine).
+Jacobian, a function that raises for some inputs, the gallery menu, a 1024 x 1024
+Jacobian) are run; every tab of every explorer is clicked with the mouse and must show a
+non-blank view inside the visible output area; the selected entry is outlined in magenta;
+a hover shows an entry's numbers; a click selects without scrolling or focusing; the
+wheel zooms (a pooled map comes back at full resolution); the exception is shown and
+recovered from; the gallery goes through several examples (cell values fit their cells);
+the examples notebook is reloaded, re-run and clicked through again; saved, reopened
+without a kernel, autosaved, reopened again and converted to HTML that is opened offline.
+Keypress-to-painted-frame latency and the hover's are measured in the page and written to
+bench/browser_latency.{md,json}. Notebook 7 runs the tour with the slider moved by mouse.
 
 Every wait is on state (see tests/browser_util.py). Problems that do not stop the
 session are collected and reported together at the end; screenshots of every view, and
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from browser_util import (
     ARTIFACTS,
+    AUTOSAVE_S,
     CHROMIUM,
     CHROMIUM_ARGS,
     ROOT,
@@ -41,12 +46,24 @@ TOUR = ROOT / "notebooks" / "00_tour.ipynb"
 EXAMPLES = ROOT / "tests" / "notebooks" / "browser_examples.ipynb"
 COURSE = ROOT / "notebooks" / "01_autodiff_basics.ipynb"
 # explorers of browser_examples.ipynb, in notebook order
-BUGGY, COMPLEX, BIG, RAISES, GALLERY = range(5)
-NAMES = ["buggy", "complex", "big", "raises", "gallery"]
-GALLERY_EXAMPLES = ["softmax", "rosenbrock", "cube_holomorphic"]
+BUGGY, COMPLEX, BIG, RAISES, GALLERY, HUGE = range(6)
+NAMES = ["buggy", "complex", "big", "raises", "gallery", "huge"]
+#: cube_holomorphic: 6 x 6 real maps, whose cell values overflowed their cells
+GALLERY_EXAMPLES = ["softmax", "rosenbrock", "cube_holomorphic", "logdet"]
+#: The speed targets (ms, keypress to the painted frame; the hover to its frame).
+TARGETS = {
+    "3x3 Jacobian": 50,
+    "3x3 Check": 50,
+    "256x256 Jacobian": 60,
+    "256x256 Check": 150,
+    "1024x1024 Jacobian": 250,
+    "hover": 16,
+}
 BENCH = ROOT / "bench" / "browser_latency"
 # console errors that mean a widget or a script broke (network noise is not one)
-WIDGET_ERROR = re.compile(r"Error setting state|Error displaying widget|[Uu]ncaught|TypeError")
+WIDGET_ERROR = re.compile(
+    r"Error setting state|Error displaying widget|[Uu]ncaught|TypeError|Cannot send"
+)
 # ipykernel's word for a widget message it threw away (a control or a picture that then
 # never answers): JupyterLab addressed it to a kernel subshell that is gone
 KERNEL_DROPPED = re.compile(r"Cannot handle (comm_\w+) \S+: (.+)")
@@ -78,6 +95,10 @@ def test_a_users_session_in_jupyterlab(tmp_path):
             t = time.monotonic()
             _reopen_saved(s, tmp_path / "root")
             timings["reopen"] = time.monotonic() - t
+            t = time.monotonic()
+            _autosaved_and_reopened(s, tmp_path / "root")
+            _offline_html(s, browser, tmp_path / "root")
+            timings["autosave, html"] = time.monotonic() - t
             t = time.monotonic()
             _course(s)
             timings["course"] = time.monotonic() - t
@@ -133,14 +154,28 @@ def _tour(s: Session, latency: dict, timings: dict) -> None:
         s.check_all_views(k, where, f"tour_{k}")
     _verdict(s, 1, "FAILED", "tour/buggy")
     _click_a_cell(s, 0, "tour/explorer")
+    _hover(s, 0, "tour/explorer", latency)
     _step_the_graph(s, 0, "tour/explorer")
     for view in ("Jacobian", "Check"):
         with s.step(f"latency of the 3x3 explorer's {view} view"):
             s.select_tab(0, view, "tour/explorer")
             s.settle(0)
+            _all_done(s)
             latency[f"3x3 {view}"] = s.latency(0, "x[0]", f"tour/explorer/{view}")
     for problem in s.page_problems():
         s.soft(False, "a user sees an error or warning in the notebook", f"tour: {problem}")
+
+
+def _all_done(s: Session, timeout: float = 300) -> None:
+    """Every explorer idle with no view left to compute in the background, the kernel quiet
+    for a second: a latency is measured on an explorer, not on its neighbours' work."""
+    s.wait(
+        """() => __gxt.explorers().every(r => { const e = r.querySelector(
+            '.gx-status [data-state]'); return e && e.dataset.state === 'idle' &&
+            e.dataset.todo === '0'; }) && __gxt.kernelQuiet(1000)""",
+        timeout=timeout,
+        what="every explorer done (idle, every view computed), the kernel quiet",
+    )
 
 
 def _verdict(s: Session, k: int, word: str, where: str) -> None:
@@ -154,7 +189,9 @@ def _verdict(s: Session, k: int, word: str, where: str) -> None:
 
 
 def _click_a_cell(s: Session, k: int, where: str) -> None:
-    """Click another cell of the Jacobian heatmap: the magenta outline follows."""
+    """Click another cell of the Jacobian heatmap: the magenta outline follows, the page
+    does not scroll and nothing takes the focus (a click on ipympl's canvas scrolled the
+    page ~35 px and drew a focus frame)."""
     with s.step(f"{where}: click a Jacobian cell"):
         s.select_tab(k, "Jacobian", where)
         s.settle(k)
@@ -162,6 +199,7 @@ def _click_a_cell(s: Session, k: int, where: str) -> None:
         if not before["count"]:
             return  # reported by check_view already
         box = s.js("(k) => __gxt.rect(__gxt.viewElement(__gxt.explorer(k)))", k)
+        scrolled = s.js("() => __gxt.scroller().scrollTop")
         # the entry (0, 0) is outlined; the middle of the figure is another cell
         s.page.mouse.click(box["left"] + box["width"] / 2, box["top"] + box["height"] / 2)
         s.wait(
@@ -172,7 +210,37 @@ def _click_a_cell(s: Session, k: int, where: str) -> None:
             what="the magenta outline to move to the clicked cell",
         )
         s.settle(k)  # a new selection redraws without a new generation
+        after = s.js(
+            """() => ({top: __gxt.scroller().scrollTop, focus: __gxt.describe(
+                document.activeElement), inPane: Boolean(document.activeElement &&
+                document.activeElement.closest('.gx-pane'))})"""
+        )
+        s.soft(
+            abs(after["top"] - scrolled) <= 1,
+            "a click on a cell scrolls the page",
+            f"{where} ({after['top'] - scrolled:+.0f} px)",
+        )
+        s.soft(not after["inPane"], "a click on a cell takes the focus", f"{where}: {after}")
     s.shot(f"{where.replace('/', '_')}_clicked_cell")
+
+
+def _hover(s: Session, k: int, where: str, latency: dict) -> None:
+    """The pointer over cells: the tooltip names the entry and gives its analytic,
+    numeric, FD error and violation at once, within a frame."""
+    with s.step(f"{where}: hover over the Jacobian's cells"):
+        s.select_tab(k, "Jacobian", where)
+        s.settle(k)
+        times = []
+        for n, (fx, fy) in enumerate([(0.3, 0.3), (0.5, 0.5), (0.6, 0.35), (0.4, 0.6)] * 2):
+            tip = s.hover(k, fx, fy)
+            times.append((tip["ms"], tip["ms"]))
+            if n == 0:
+                text = tip["text"]
+                for word in ("/", "analytic", "numeric", "FD error", "violation"):
+                    s.soft(word in text, f"the hover tooltip lacks {word!r}", f"{where}: {text!r}")
+        s.shot(f"{where.replace('/', '_')}_hover")
+        s.page.mouse.move(5, 5)
+    latency.setdefault("hover", []).extend(times[1:])
 
 
 def _step_the_graph(s: Session, k: int, where: str) -> None:
@@ -180,10 +248,10 @@ def _step_the_graph(s: Session, k: int, where: str) -> None:
     with s.step(f"{where}: step the Graph view's sweep"):
         s.select_tab(k, "Graph", where)
         s.settle(k)
-        before = s.js("(k) => __gxt.hashCanvases(__gxt.explorer(k))", k)
+        before = s.js("(k) => __gxt.hashView(__gxt.explorer(k))", k)
         s.press_slider(k, "AD step", "ArrowRight")  # one operation on
         s.wait(
-            "([k, before]) => __gxt.hashCanvases(__gxt.explorer(k)) !== before",
+            "([k, before]) => __gxt.hashView(__gxt.explorer(k)) !== before",
             [k, before],
             timeout=60,
             what="the Graph view to show the next step",
@@ -200,15 +268,16 @@ def _examples(s: Session, latency: dict, timings: dict) -> None:
     with s.step("open browser_examples.ipynb from the file browser"):
         s.open_from_file_browser("browser_examples.ipynb")
     with s.step("run all cells of browser_examples.ipynb"):
-        timings["examples run all"] = s.run_all(expected_explorers=5)
+        timings["examples run all"] = s.run_all(expected_explorers=len(NAMES))
     s.shot("examples_page")
     for k, name in enumerate(NAMES):
         where = f"examples/{name}"
         s.check_contract(k, where)
         with s.step(f"{where}: first picture"):
             s.reveal(k)
-            s.settle(k)
-        s.check_all_views(k, where, f"examples_{k}_{name}")
+            s.settle(k, timeout=240)
+        only = ("Jacobian", "Check") if k == HUGE else ()
+        s.check_all_views(k, where, f"examples_{k}_{name}", only=only)
     _verdict(s, BUGGY, "FAILED", "examples/buggy")
     _verdict(s, COMPLEX, "PASSED", "examples/complex")
     _verdict(s, BIG, "PASSED", "examples/big")
@@ -216,7 +285,17 @@ def _examples(s: Session, latency: dict, timings: dict) -> None:
         with s.step(f"latency of the 256x256 explorer's {view} view"):
             s.select_tab(BIG, view, "examples/big")
             s.settle(BIG)
+            _all_done(s)
             latency[f"256x256 {view}"] = s.latency(BIG, "scale", f"examples/big/{view}")
+    _zoom(s, BIG, "examples/big", pooled=False)
+    with s.step("latency of the 1024x1024 explorer's Jacobian view"):
+        s.select_tab(HUGE, "Jacobian", "examples/huge")
+        s.settle(HUGE, timeout=240)
+        _all_done(s)
+        latency["1024x1024 Jacobian"] = s.latency(
+            HUGE, "scale", "examples/huge/Jacobian", until="first"
+        )
+    _zoom(s, HUGE, "examples/huge", pooled=True)
     _exception_and_recovery(s)
     _gallery(s)
     for problem in s.page_problems():
@@ -254,14 +333,14 @@ def _models_missing_from(notebook: Path) -> list[str]:
 
 
 def _saved_explorers_shown(s: Session, name: str) -> int:
-    """Wait until each of the five saved explorers is on the page or its output says the
-    widget manager did not find its model; returns how many said so."""
+    """Wait until each saved explorer is on the page or its output says the widget
+    manager did not find its model; returns how many said so."""
     s.wait(
         """([n, text]) => __gxt.explorers().length + [...document.querySelectorAll(
               '.jp-OutputArea-output')].filter(o => o.textContent.includes(text)).length === n""",
         [len(NAMES), MODEL_NOT_FOUND],
         timeout=60,
-        what=f"the five saved explorers of {name} to be on the page",
+        what=f"the {len(NAMES)} saved explorers of {name} to be on the page",
         state="() => __gxt.explorers().length + ' explorers'",
     )
     return len(NAMES) - s.js("() => __gxt.explorers().length")
@@ -272,9 +351,19 @@ def _reopen_saved(s: Session, root: Path) -> None:
     widgets' state saved with the notebook), not "Error displaying widget"."""
     name = "browser_examples.ipynb"
     with s.step(f"save {name}, shut its kernel down and close it"):
-        # as a user reaches for Save: the kernel quiet for a second (the canvases store
-        # their pictures once their frames stop for 0.3 s)
-        s.wait("() => __gxt.kernelQuiet(1000)", timeout=60, what="the kernel to be quiet")
+        # as a user reaches for Save once the explorers are done: every explorer idle with
+        # no view left to compute in the background (data-todo), then the kernel quiet for
+        # three seconds (the panes send their pictures, the saved-pictures outputs are
+        # rewritten a second after the last)
+        s.wait(
+            """() => __gxt.explorers().every(r => { const e = r.querySelector(
+                '.gx-status [data-state]'); return e && e.dataset.state === 'idle' &&
+                e.dataset.todo === '0'; }) && __gxt.kernelQuiet(3000)""",
+            timeout=300,
+            what="every explorer idle with every view computed, the kernel quiet",
+            state="""() => __gxt.explorers().map(r => { const e = r.querySelector(
+                '.gx-status [data-state]'); return e ? {...e.dataset} : null; })""",
+        )
         s.js(
             """async () => { const p = __gxt.panel(); await p.context.save();
                 await p.sessionContext.shutdown(); p.close(); }"""
@@ -321,8 +410,118 @@ def _reopen_saved(s: Session, root: Path) -> None:
         if problem is None and k == BUGGY:
             _verdict(s, k, "FAILED", where)  # the saved badge, as it was
             s.shot(f"reopened_{example}")
+            # every view, from the numbers saved in the widget state (no kernel behind)
+            s.check_all_views(k, where, f"reopened_{example}")
     for problem in s.page_problems():
         s.soft(False, "a saved notebook reopened shows an error", f"reopened: {problem}")
+
+
+SNAPSHOTS = """() => [...(__gxt.panelNode() || document).querySelectorAll('.gx-snapshot')]
+    .map(s => ({visible: s.checkVisibility(), figures: [...s.querySelectorAll('figure')].map(f => ({
+        view: f.dataset.view, img: Boolean(f.querySelector('img')),
+        loaded: Boolean(f.querySelector('img') && f.querySelector('img').naturalWidth > 0),
+        note: (f.querySelector('.gx-snap-note') || {}).textContent || ''}))}))"""
+
+
+def _check_snapshots(s: Session, where: str) -> None:
+    """Every explorer's saved pictures are on the page: each view a picture that loaded,
+    or the words of a note; and no widget error is visible."""
+    s.wait(
+        f"() => {{ const v = ({SNAPSHOTS})(); return v.length === {len(NAMES)} &&"
+        " v.every(x => x.visible && x.figures.every(f => !f.img || f.loaded)); }",
+        timeout=60,
+        what=f"{len(NAMES)} saved-pictures outputs, visible, their pictures loaded",
+        state=f"() => JSON.stringify(({SNAPSHOTS})()).slice(0, 600)",
+    )
+    for k, snap in enumerate(s.js(SNAPSHOTS)):
+        missing = [f["view"] for f in snap["figures"] if not f["img"] and "not drawn" in f["note"]]
+        s.soft(
+            not missing,
+            "a saved notebook lacks a view's last picture",
+            f"{where}/{NAMES[k]}: {missing}",
+        )
+    visible = s.js(
+        """() => [...document.querySelectorAll('.jp-OutputArea-output')]
+            .filter(o => o.checkVisibility() && o.innerText.includes('model not found')).length"""
+    )
+    s.soft(not visible, "'model not found' is shown beside the saved pictures", where)
+
+
+def _autosaved_and_reopened(s: Session, root: Path) -> None:
+    """The reopened notebook autosaved (JupyterLab saves the state of connected widgets
+    only: the explorers' state is gone from the file), closed, and opened again: every
+    explorer's saved pictures are still shown (its own output), and nothing says "model
+    not found"."""
+    name = "browser_examples.ipynb"
+    path = root / name
+    with s.step(f"edit the reopened {name} and wait for an autosave"):
+        before = path.stat().st_mtime
+        s.js(
+            """() => { const p = __gxt.panel();
+                p.content.widgets[0].model.setMetadata('gx_edited', true); }"""
+        )
+        deadline = time.monotonic() + 20 * AUTOSAVE_S
+        while path.stat().st_mtime == before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert path.stat().st_mtime != before, "no autosave came"
+        s.wait("() => !__gxt.panel().context.model.dirty", timeout=60, what="the save")
+    saved = json.loads(path.read_text())
+    state = (
+        saved["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    )
+    s.findings.notes.append(
+        f"autosaved reopened notebook: {len(state.get('state', {}))} widget models in the file"
+    )
+    with s.step(f"close {name} and open it again"):
+        s.js(
+            "async () => { const p = __gxt.panel(); await p.sessionContext.shutdown(); p.close(); }"
+        )
+        s.wait(
+            "(name) => !(__gxt.panel() && __gxt.panel().context.path.endsWith(name))",
+            name,
+            timeout=60,
+            what=f"{name} to close",
+        )
+        s.open_from_file_browser(name)
+    _check_snapshots(s, "autosaved")
+    s.js("() => { const sc = __gxt.scroller(); sc.scrollTop = 0; }")
+    first = s.js(
+        "() => { const x = document.querySelector('.gx-snapshot'); x.scrollIntoView(); return 1; }"
+    )
+    del first
+    s.shot("autosaved_reopened")
+
+
+def _offline_html(s: Session, browser, root: Path) -> None:
+    """``jupyter nbconvert --to html`` of the saved notebook, opened with no network:
+    each explorer's saved pictures show (nothing comes from a CDN)."""
+    import subprocess
+    import sys
+
+    name = "browser_examples.ipynb"
+    with s.step("nbconvert the saved notebook to HTML"):
+        done = subprocess.run(
+            [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", str(root / name)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    html = root / name.replace(".ipynb", ".html")
+    context = browser.new_context(viewport=VIEWPORT, offline=True)
+    try:
+        page = context.new_page()
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        offline = Session(page, s.url, s.findings, prefix="browser_html")  # before goto
+        page.goto(html.as_uri())
+        _check_snapshots(offline, "nbconvert html, offline")
+        page.evaluate("() => document.querySelector('.gx-snapshot').scrollIntoView()")
+        offline.shot("offline")
+        fetched = [u for u in requests if not u.startswith(("file:", "data:", "blob:"))]
+        s.findings.notes.append(f"offline HTML asked the network for {len(fetched)} URLs (refused)")
+    finally:
+        context.close()
 
 
 def _course(s: Session) -> None:
@@ -338,6 +537,49 @@ def _course(s: Session) -> None:
         s.reveal(0)
         s.settle(0)
     _step_the_graph(s, 0, "course/explorer")
+
+
+def _zoom(s: Session, k: int, where: str, pooled: bool) -> None:
+    """The wheel zooms into a large map around the pointer; a pooled map's window comes
+    back at full resolution (the hover then names single entries); a double click resets."""
+    with s.step(f"{where}: zoom with the wheel"):
+        s.select_tab(k, "Jacobian", where)
+        s.settle(k, timeout=240)
+        full = s.js("(k) => __gxt.paneOf(k).dataset.window", k)
+        box = s.js("(k) => __gxt.rect(__gxt.viewElement(__gxt.explorer(k)))", k)
+        x, y = box["left"] + box["width"] * 0.4, box["top"] + box["height"] * 0.45
+        s.page.mouse.move(x, y)
+        for _ in range(12 if pooled else 8):
+            s.page.mouse.wheel(0, -120)
+        s.wait(
+            "([k, full]) => __gxt.paneOf(k).dataset.window !== full",
+            [k, full],
+            timeout=30,
+            what="the window to narrow on the wheel",
+        )
+        if pooled:
+            s.wait(
+                "(k) => Boolean(__gxt.paneOf(k).dataset.tile)",
+                k,
+                timeout=60,
+                what="the zoomed window at full resolution (a tile from the kernel)",
+            )
+        s.page.mouse.move(x + 3, y + 3)
+        tip = s.hover(k, 0.4, 0.45)
+        s.soft(
+            "block around" not in tip["text"],
+            "a zoomed pooled map still shows blocks, not entries",
+            f"{where}: {tip['text']!r}",
+        )
+        s.shot(f"{where.replace('/', '_')}_zoomed")
+        s.page.mouse.dblclick(x, y)
+        s.wait(
+            "([k, full]) => __gxt.paneOf(k).dataset.window === full",
+            [k, full],
+            timeout=30,
+            what="a double click to show the whole map again",
+        )
+        s.page.mouse.move(5, 5)
 
 
 def _exception_and_recovery(s: Session) -> None:
@@ -413,7 +655,7 @@ def _reload(s: Session, timings: dict) -> None:
     with s.step("reload browser_examples.ipynb and run all again"):
         s.reload("browser_examples.ipynb")
         s.js("() => __gxt.startAudit()")
-        timings["reload run all"] = s.run_all(expected_explorers=5)
+        timings["reload run all"] = s.run_all(expected_explorers=len(NAMES))
         run_done = s.js("() => __gxt.run.at")
         if s.contract_seen:
             s.wait(
@@ -488,19 +730,150 @@ def _write_latency(latency: dict, findings: Findings) -> None:
         "From a slider keypress (ArrowRight / ArrowLeft on the focused handle) to the first "
         "and to the last repaint of any canvas of that explorer, measured in the page: every "
         "animation frame after a draw hashes the explorer's canvases; done when the explorer "
-        "is idle and nothing changed for 30 frames. A view whose check is slow shows the AD "
-        "Jacobian first (its other maps labelled 'checking…'), the check last. Medians of 7 "
-        "keypresses; written by `tests/test_browser.py`.",
+        "is idle and nothing changed for 30 frames (the 1024 x 1024 Jacobian: its first "
+        "picture, the check going on behind it). The views are drawn in the page from the "
+        "kernel's numbers (anywidget). The hover row: from the mousemove to the animation "
+        "frame that shows the tooltip. Medians of 7; written by `tests/test_browser.py`.",
         "",
         f"Measured {meta['measured']} on {meta['machine']} ({meta['browser']}); "
         f"done signal: {meta['done_signal']}.",
         "",
-        "| view | first repaint, median (ms) | last repaint, median (ms) | min (ms) | max (ms) |",
-        "|---|---:|---:|---:|---:|",
+        "| view | first repaint, median (ms) | last repaint, median (ms) | min (ms) | max (ms) "
+        "| target (ms) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['case']} | {r['first_median_ms']} | {r['median_ms']} | {r['min_ms']} "
-            f"| {r['max_ms']} |"
+            f"| {r['max_ms']} | {TARGETS.get(r['case'], '')} |"
         )
     BENCH.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------- Notebook 7
+
+
+def test_the_tour_in_notebook7(tmp_path):
+    """The tour in Notebook 7: every tab of both explorers, a slider moved with the mouse
+    (its arrow keys move the cell focus, even on a slider), a cell clicked, a hover; then
+    the examples: zoom, a gallery switch, an f that raises (by mouse), page reload + Run
+    All + tab clicks, save + reopen without running a cell."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    findings = Findings()
+    with (
+        jupyterlab(tmp_path, [TOUR, EXAMPLES], app="notebook") as url,
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            s = Session(page, url, findings, prefix="nb7", app="notebook")
+            with s.step("open the tour in Notebook 7"):
+                s.open_first("00_tour.ipynb")
+            with s.step("run all cells of the tour"):
+                s.run_all(expected_explorers=2)
+            for k, where in enumerate(["nb7/explorer", "nb7/buggy"]):
+                s.check_contract(k, where)
+                with s.step(f"{where}: first picture"):
+                    s.reveal(k)
+                    s.settle(k)
+                s.check_all_views(k, where, f"tour_{k}")
+            _verdict(s, 1, "FAILED", "nb7/buggy")
+            with s.step("nb7/explorer: move x[0] with the mouse"):
+                s.select_tab(0, "Jacobian", "nb7/explorer")
+                s.settle(0)
+                since = s.generation(0)
+                before = s.js("(k) => __gxt.hashView(__gxt.explorer(k))", 0)
+                s.drag_slider(0, "x[0]", 60)
+                s.settle(0, since=since)
+                after = s.js("(k) => __gxt.hashView(__gxt.explorer(k))", 0)
+                s.soft(before != after, "the picture did not change with the slider", "nb7")
+            _click_a_cell(s, 0, "nb7/explorer")
+            _hover(s, 0, "nb7/explorer", {})
+            for problem in s.page_problems():
+                s.soft(False, "a user sees an error or warning in the notebook", f"nb7: {problem}")
+            _notebook7_examples(s)
+        finally:
+            browser.close()
+    # Notebook 7 logs this while it starts, before any cell runs, with or without the
+    # package's settings (seen with every settings file removed): not the explorer's
+    known = "Cannot read properties of undefined (reading 'schema')"
+    widget_errors = [e for e in s.console_errors if WIDGET_ERROR.search(e) and known not in e]
+    s.soft(not widget_errors, "errors in the browser console", "; ".join(widget_errors[:5]))
+    assert not findings.failures, "in Notebook 7:\n" + findings.summary()
+
+
+def _notebook7_examples(s: Session) -> None:
+    name = "browser_examples.ipynb"
+    with s.step(f"nb7: open and run {name}"):
+        s.open_first(name)
+        s.run_all(expected_explorers=len(NAMES))
+    for k in (BUGGY, BIG, RAISES, GALLERY):
+        with s.step(f"nb7/{NAMES[k]}: first picture"):
+            s.reveal(k)
+            s.settle(k, timeout=240)
+    _zoom(s, BIG, "nb7/big", pooled=False)
+    menu = s.page.evaluate_handle(
+        """(k) => [...__gxt.explorer(k).querySelectorAll('.widget-dropdown')]
+            .find(d => d.querySelector('label').textContent.trim() === 'example')
+            .querySelector('select')""",
+        GALLERY,
+    ).as_element()
+    with s.step("nb7/gallery: choose cube_holomorphic"):
+        s.reveal(GALLERY, "sliders")
+        since = s.generation(GALLERY)
+        menu.select_option(label="cube_holomorphic")
+        s.settle(GALLERY, since=since)
+    s.check_all_views(GALLERY, "nb7/gallery", "nb7_gallery", only=("Jacobian", "Check", "Complex"))
+    with s.step("nb7/raises: drag x[0] past 2 (f raises), then back"):
+        s.settle(RAISES)
+        s.drag_slider(RAISES, "x[0]", 400)
+        s.wait(
+            "(k) => __gxt.visibleText(__gxt.explorer(k), '.gx-error').includes('too big')",
+            RAISES,
+            timeout=120,
+            what="the error to be shown",
+        )
+        _verdict(s, RAISES, "STALE", "nb7/raises")
+        s.drag_slider(RAISES, "x[0]", -400)
+        s.wait(
+            "(k) => !__gxt.visibleText(__gxt.explorer(k), '.gx-error').includes('too big')",
+            RAISES,
+            timeout=120,
+            what="the error to go away",
+        )
+    with s.step(f"nb7: reload {name} and run all again"):
+        s.reload(name)
+        s.run_all(expected_explorers=len(NAMES))
+        s.reveal(BUGGY)
+        s.settle(BUGGY, timeout=240)
+    s.check_all_views(BUGGY, "nb7/reload/buggy", "nb7_reload_buggy")
+    with s.step(f"nb7: save {name}, shut its kernel down, open it again"):
+        try:
+            s.wait(
+                """() => __gxt.explorers().every(r => { const e = r.querySelector(
+                    '.gx-status [data-state]'); return e && e.dataset.state === 'idle' &&
+                    e.dataset.todo === '0'; }) && __gxt.kernelQuiet(3000)""",
+                timeout=120,
+                what="every explorer idle with every view computed, the kernel quiet",
+                state="""() => [__gxt.explorers().map(r => { const e = r.querySelector(
+                    '.gx-status [data-state]'); return e ? e.dataset.state + '/' +
+                    e.dataset.todo : null; }).join(' '), Math.round(performance.now() -
+                    __gxt.lastMsg)]""",
+            )
+        except AssertionError as exc:  # saved as it is: what the reopened page shows
+            s.findings.notes.append(f"nb7: saved before the explorers were done: {exc}")
+        s.js(
+            """async () => { const p = __gxt.panel(); await p.context.save();
+                await p.sessionContext.shutdown(); }"""
+        )
+        s.open_first(name)
+        _saved_explorers_shown(s, name)
+        # the complex one: Notebook 7 shows the first explorer's long output in a box
+        # scrolled on its own, its tabs inside it
+        s.reveal(COMPLEX)
+        s.settle(COMPLEX, what="the saved explorer's picture")
+    _verdict(s, BUGGY, "FAILED", "nb7/reopened/buggy")
+    s.check_all_views(COMPLEX, "nb7/reopened/complex", "nb7_reopened_complex")

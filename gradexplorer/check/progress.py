@@ -14,10 +14,13 @@ from contextvars import ContextVar
 
 import numpy as onp
 
-__all__ = ["on_analytic", "analytic_ready"]
+__all__ = ["on_analytic", "analytic_ready", "on_checkpoint", "checkpoint"]
 
 _listener: ContextVar[Callable[[onp.ndarray], None] | None] = ContextVar(
     "gradexplorer_analytic_listener", default=None
+)
+_checkpoint: ContextVar[Callable[[], None] | None] = ContextVar(
+    "gradexplorer_checkpoint", default=None
 )
 
 
@@ -46,3 +49,30 @@ def analytic_ready(A: onp.ndarray) -> None:
     listener = _listener.get()
     if listener is not None:
         listener(A)
+
+
+@contextmanager
+def on_checkpoint(hook: Callable[[], None] | None) -> Iterator[None]:
+    """Within the block, a running check calls ``hook()`` between its backward passes
+    (which evaluate no f): the explorer's hook raises to stop a check that a newer
+    change made useless, instead of waiting for its next evaluation of f.
+
+    >>> import autograd.numpy as anp, gradexplorer as gx
+    >>> calls = []
+    >>> with on_checkpoint(lambda: calls.append(1)):
+    ...     report = gx.check_grads(anp.sin, anp.zeros(3), mode="full")
+    >>> len(calls) >= 3
+    True
+    """
+    token = _checkpoint.set(hook)
+    try:
+        yield
+    finally:
+        _checkpoint.reset(token)
+
+
+def checkpoint() -> None:
+    """Called by a running check between backward passes (see :func:`on_checkpoint`)."""
+    hook = _checkpoint.get()
+    if hook is not None:
+        hook()

@@ -20,54 +20,29 @@ from matplotlib import colors
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .cellimage import cell_image
-from .celltext import add_cell_value, cell_text
+from .scales import (
+    BAD_COLOR,
+    CMAPS,
+    SELECTION_COLOR,
+    cell_text,
+    nonfinite_words,
+    scale_for,
+    to_norm,
+)
 from .values import MAX_CELLS, as_matrix, pool_max_abs
 
 __all__ = [
     "Heatmap",
     "plot_jacobian",
     "update_heatmap",
-    "blit_heatmap",
     "pool_max_abs",
     "figure_png",
-    "freeze_layout",
+    "SELECTION_COLOR",
 ]
 
 
 ANNOTATE_MAX = 12  # matrices up to 12 x 12 get their values written in the cells
-
-
-SIGNED_CMAP = "RdBu_r"
-
-
-ERROR_CMAP = "viridis"
-#: Error maps span six decades below their largest value (this ratio); smaller errors take
-#: the bottom colour (the colour bar's arrow), their values still written in the cells.
-LOG_DEPTH = 1e-6
-
-
-VIOLATION_CMAP = "cividis"
-
-
-MAGNITUDE_CMAP = "Purples"
-
-
-SELECTION_COLOR = "#ff00ff"  # pure magenta: in none of the colormaps above
-
-
 TICK_FONT = 8  # points: 11 px at 100 dpi, readable when projected
-
-
-BAD_COLOR = "#9e9e9e"
-
-
-def _nonfinite_words(M: onp.ndarray) -> str:
-    parts = []
-    for name, mask in (("NaN", onp.isnan(M)), ("+inf", onp.isposinf(M)), ("-inf", onp.isneginf(M))):
-        if mask.any():
-            parts.append(f"{int(mask.sum())} {name}")
-    return ", ".join(parts)
 
 
 @dataclass
@@ -87,44 +62,21 @@ class Heatmap:
     symlog: bool = False
     selection: Any = None  # the outline of the selected entry
     crosshair: Any = None  # lines pointing at it on a large map
-    rescaled: bool = True  # did the last update change the colour scale or the caption?
 
 
 def _norm(M: onp.ndarray, kind: str, symlog: bool = False, vmax: float | None = None):
-    finite = M[onp.isfinite(M)]
-    if kind == "signed":
-        half = float(onp.max(onp.abs(finite), initial=0.0)) if vmax is None else vmax
-        half = half or 1.0
-        if symlog:
-            nonzero = onp.abs(finite[finite != 0])
-            lin = float(onp.percentile(nonzero, 10)) if nonzero.size else half * 1e-3
-            return colors.SymLogNorm(linthresh=max(lin, half * 1e-12), vmin=-half, vmax=half)
-        return colors.CenteredNorm(vcenter=0.0, halfrange=half)
-    if kind == "magnitude":
-        top = float(onp.max(onp.abs(finite), initial=0.0)) if vmax is None else vmax
-        return colors.Normalize(vmin=0.0, vmax=top or 1.0)
-    positive = finite[finite > 0]
-    lo = float(positive.min()) if positive.size else 1e-16
-    hi = float(positive.max()) if positive.size else 1.0
-    if kind == "violation":
-        lo, hi = min(lo, 1e-3), max(hi, 10.0)  # keep the pass/fail line (1) inside the scale
-    else:
-        # round-off spans many decades and moves by several from point to point: a
-        # scale that followed its smallest value was redrawn at almost every move
-        lo = max(lo, hi * LOG_DEPTH)
-    if hi <= lo:
-        hi = lo * 10
-    return colors.LogNorm(vmin=lo, vmax=hi)
+    scale = scale_for(M, kind, vmax)
+    if symlog and kind == "signed":
+        finite = M[onp.isfinite(M)]
+        nonzero = onp.abs(finite[finite != 0])
+        half = scale.vmax
+        lin = float(onp.percentile(nonzero, 10)) if nonzero.size else half * 1e-3
+        return colors.SymLogNorm(linthresh=max(lin, half * 1e-12), vmin=-half, vmax=half)
+    return to_norm(scale)
 
 
 def _cmap(kind: str):
-    name = {
-        "signed": SIGNED_CMAP,
-        "log": ERROR_CMAP,
-        "violation": VIOLATION_CMAP,
-        "magnitude": MAGNITUDE_CMAP,
-    }[kind]
-    return matplotlib.colormaps[name].with_extremes(bad=BAD_COLOR)
+    return matplotlib.colormaps[CMAPS[kind]].with_extremes(bad=BAD_COLOR)
 
 
 def _display(M: onp.ndarray, kind: str, norm) -> onp.ndarray:
@@ -192,11 +144,12 @@ def plot_jacobian(
     P, block = pool_max_abs(M, max_cells)
     # room for the next point's values from the start: the first move of an explorer
     # redrew the whole figure for a scale a few percent too small
-    norm = _with_headroom(_norm(P, kind, symlog, vmax))
+    norm = _norm(P, kind, symlog, vmax)
     # extent keeps the axes in the original index coordinates when pooled
-    image = cell_image(
-        ax,
+    image = ax.imshow(
         _display(P, kind, norm),
+        interpolation="nearest",
+        aspect="auto",
         cmap=_cmap(kind),
         norm=norm,
         extent=(-0.5, M.shape[1] - 0.5, M.shape[0] - 0.5, -0.5),
@@ -235,7 +188,7 @@ def _decorate(h, M, P, row_label, col_label, row_blocks, col_blocks, xlabel, yla
     if m <= ANNOTATE_MAX and n <= ANNOTATE_MAX and h.block == (1, 1):
         for i in range(m):
             for j in range(n):
-                h.texts.append(add_cell_value(ax, j, i, "", fontsize=8))
+                h.texts.append(ax.text(j, i, "", ha="center", va="center", fontsize=8))
     _update_texts(h, M)
 
 
@@ -254,7 +207,7 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
             f"{M.shape[0]} x {M.shape[1]} in {h.block[0]}x{h.block[1]} blocks:\n"
             "each shows its largest-magnitude entry"
         )
-    words = _nonfinite_words(M)
+    words = nonfinite_words(M)
     if words:
         parts.append(f"grey: {words}")
     h.caption = "; ".join(parts)
@@ -262,93 +215,20 @@ def _update_texts(h: Heatmap, M: onp.ndarray) -> None:
 
 
 def update_heatmap(
-    h: Heatmap,
-    J: Any,
-    out_ndim: int | None = None,
-    vmax: float | None = None,
-    *,
-    keep_scale: bool = False,
+    h: Heatmap, J: Any, out_ndim: int | None = None, vmax: float | None = None
 ) -> bool:
-    """Redraw an existing heatmap with new values (same shape): ``set_data``
-    and ``set_norm``, no new artists. Returns False, changing nothing, when the
-    shape changed (the caller then draws afresh) or, with ``keep_scale``, when
-    the values no longer fit the colour scale.
-    """
+    """Redraw an existing heatmap with new values (same shape): ``set_data`` and
+    ``set_norm``, no new artists. Returns False, changing nothing, when the shape
+    changed (the caller then draws afresh)."""
     M = as_matrix(J, out_ndim)
     if M.shape != h.shape:
         return False
-    P, norm = _pooled_and_norm(h, M, vmax)
-    # a colour scale that still fits is kept: the colourbar need not be redrawn
-    fits = _scale_fits(h.image.norm, norm)
-    if keep_scale and not fits:
-        return False
-    h.rescaled = not fits
-    if h.rescaled:
-        h.image.set_norm(_with_headroom(norm))
-    h.image.set_data(_display(P, h.kind, h.image.norm))
-    caption = h.caption
-    _update_texts(h, M)
-    h.rescaled = h.rescaled or h.caption != caption
-    return True
-
-
-def _pooled_and_norm(h: Heatmap, M: onp.ndarray, vmax: float | None) -> tuple:
     cells = max(-(-M.shape[0] // h.block[0]), -(-M.shape[1] // h.block[1]))
     P, _ = pool_max_abs(M, cells)
-    return P, _norm(P, h.kind, h.symlog, vmax)
-
-
-def _scale_fits(old: Any, new: Any) -> bool:
-    """New data lies within the old scale and uses at least a quarter of it."""
-    if type(old) is not type(new):
-        return False
-    if isinstance(new, colors.CenteredNorm):
-        return new.halfrange <= old.halfrange <= 4 * new.halfrange
-    if isinstance(new, colors.LogNorm):
-        # errors at round-off level jump by decades from point to point: a log scale
-        # keeps three spare decades above rather than redraw on every move
-        return old.vmin <= new.vmin and new.vmax <= old.vmax <= 1e3 * new.vmax
-    if type(new) is colors.Normalize:
-        return new.vmax <= old.vmax <= 4 * new.vmax
-    return False
-
-
-def _with_headroom(norm: Any) -> Any:
-    """Widen a changed scale a little, so that the next small change still fits."""
-    if isinstance(norm, colors.CenteredNorm):
-        return colors.CenteredNorm(vcenter=norm.vcenter, halfrange=1.25 * norm.halfrange)
-    if isinstance(norm, colors.LogNorm):
-        return colors.LogNorm(vmin=norm.vmin / 10, vmax=norm.vmax * 10)
-    if type(norm) is colors.Normalize:
-        return colors.Normalize(vmin=0.0, vmax=1.25 * norm.vmax)
-    return norm
-
-
-def blit_heatmap(h: Heatmap, send: bool = True) -> None:
-    """Redraw only the image and its cell values (the scale and labels are unchanged);
-    ``send=False`` leaves sending the picture to the caller (several maps, one blit)."""
-    h.ax.draw_artist(h.image)
-    for t in h.texts:
-        h.ax.draw_artist(t)
-    for mark in (h.selection, h.crosshair):
-        if mark is not None and mark.get_visible():
-            h.ax.draw_artist(mark)
-    if not send:
-        return
-    h.ax.figure.canvas.blit(h.ax.bbox)
-
-
-def freeze_layout(fig: Figure) -> None:
-    """Lay the figure out once, then keep those positions.
-
-    Constrained layout costs more than the drawing itself; values change on
-    every update, the layout need not.
-    """
-    if not isinstance(fig.canvas, FigureCanvasAgg) and not hasattr(fig.canvas, "draw_idle"):
-        FigureCanvasAgg(fig)
-    fig.set_layout_engine("constrained")
-    fig.draw_without_rendering()
-    fig.set_layout_engine("none")
+    h.image.set_norm(_norm(P, h.kind, h.symlog, vmax))
+    h.image.set_data(_display(P, h.kind, h.image.norm))
+    _update_texts(h, M)
+    return True
 
 
 def figure_png(fig: Figure, dpi: int = 100) -> bytes:

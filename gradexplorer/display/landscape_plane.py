@@ -206,3 +206,26 @@ def move_plane(art: Any) -> None:
     else:
         words = "singular: flat along an eigenvector\n(no Newton step)"
     A["verdict"].set_text(f"Hessian {words}\n– – slice along d (right)")
+    for name in ("arrow_label", "eigen0_label", "eigen1_label"):
+        _keep_inside(A[name], art.box)
+
+
+#: Where a label's centre may sit, in fractions of the axes: inside by about half a
+#: label's size, and below the title (a λ label covered it, "|∇f| = 8.36" ran off).
+INSIDE_X, INSIDE_Y = (0.14, 0.86), (0.08, 0.88)
+
+
+def _keep_inside(text: Any, box: tuple) -> None:
+    """Move a label placed in data coordinates so that it stays inside the axes box
+    ``(x0, x1, y0, y1)``.
+
+    >>> from matplotlib.figure import Figure
+    >>> t = Figure().add_subplot().text(5.0, -3.0, "λ₁")
+    >>> _keep_inside(t, (0.0, 1.0, 0.0, 1.0)); t.get_position()
+    (0.86, 0.08)
+    """
+    x0, x1, y0, y1 = box
+    x, y = text.get_position()
+    fx = min(max((x - x0) / (x1 - x0), INSIDE_X[0]), INSIDE_X[1])
+    fy = min(max((y - y0) / (y1 - y0), INSIDE_Y[0]), INSIDE_Y[1])
+    text.set_position((x0 + fx * (x1 - x0), y0 + fy * (y1 - y0)))

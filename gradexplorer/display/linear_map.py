@@ -354,11 +354,24 @@ def _texts(art: LinearMapArtists, xr: onp.ndarray) -> None:
     A["circle"].axes.set_title(
         f"inputs: circle of radius r = {r:.3g} around ({point})", fontsize=10
     )
-    lines = [f"σ₁ = {s[0]:.3g}, σ₂ = {s[1]:.3g}:  area × |det J| = {abs(det):.3g}"]
+    n_in, n_out = n * (2 if cin else 1), out_size * (2 if cout else 1)
+    # J itself only when f is R^2 -> R^2; else the 2 x 2 block the picture draws, named
+    # (a 3 x 3 f drew its x[0], x[1] -> y[0], y[1] block and called it "det J")
+    det_name = "det J"
+    if (n_in, n_out) != (2, 2):
+        ins = ", ".join(coordinate_name(k, shape, cin, "x") for k in (i, j))
+        outs = ", ".join(coordinate_name(k, (out_size,), cout, "y") for k in art.outputs)
+        det_name = "det B"
+        lines = [f"B = the 2 x 2 block ∂({outs}) / ∂({ins}) of the {n_out} x {n_in} J"]
+    else:
+        lines = []
+    lines.append(f"σ₁ = {s[0]:.3g}, σ₂ = {s[1]:.3g}:  area × |{det_name}| = {abs(det):.3g}")
     if det < 0:
-        lines.append("det J < 0: orientation flips, the coloured points go round the other way")
+        lines.append(
+            f"{det_name} < 0: orientation flips, the coloured points go round the other way"
+        )
     elif det == 0:
-        lines.append("det J = 0: J is singular, the circle collapses onto a line")
+        lines.append(f"{det_name} = 0: singular, the circle collapses onto a line")
     complex_pair = cin and cout and j == i + n and art.outputs[1] == art.outputs[0] + out_size
     art.cr_residual = art.holomorphic = None
     if complex_pair:

@@ -21,9 +21,7 @@ from .heatmap import (  # noqa: F401 - re-exported: plot is the display API
     TICK_FONT,
     Heatmap,
     _new_axes,
-    blit_heatmap,
     figure_png,
-    freeze_layout,
     plot_jacobian,
     pool_max_abs,
     update_heatmap,
@@ -40,7 +38,6 @@ __all__ = [
     "draw_step_sweep",
     "update_step_sweep",
     "mark_selection",
-    "blit_check",
     "CheckArtists",
     "pool_max_abs",
     "update_heatmap",
@@ -60,10 +57,7 @@ class CheckArtists:
     marks: list
     shape: tuple
     mode: str
-    rescaled: bool = True  # did the last update change more than the cells?
     marked: tuple = ()  # the (row, col) of the outlined entries
-    pending_labels: list = field(default_factory=list)  # see checkpreview: "checking…"
-    redraw: bool = False  # changed beyond its cells since last drawn: the next update redraws
 
 
 def plot_check(report: Any, fig: Any = None) -> Figure:
@@ -163,25 +157,9 @@ def update_check(art: CheckArtists, report: Any) -> bool:
     for h, M, v in zip(art.heatmaps, mats, (vmax, vmax, None, None)):
         update_heatmap(h, M, vmax=v)
     title, color = _check_title(report)
-    retitled = art.fig.get_suptitle() != title
     art.fig.suptitle(title, color=color, fontweight="bold")
-    marked = art.marked
     _mark_failures(art, report)
-    art.rescaled = (
-        art.redraw or retitled or marked != art.marked or any(h.rescaled for h in art.heatmaps)
-    )
-    art.redraw = False
     return True
-
-
-def blit_check(art: CheckArtists) -> None:
-    """Redraw only the four maps' cells, values and marks (scales and titles unchanged)."""
-    for h in art.heatmaps:
-        blit_heatmap(h, send=False)
-        for mark in art.marks:
-            if mark.axes is h.ax:
-                h.ax.draw_artist(mark)
-    art.fig.canvas.blit(art.fig.bbox)
 
 
 def _mark_failures(art: CheckArtists, report) -> None:

@@ -92,8 +92,10 @@ def _sweep_decorations(lines: dict, sweep: Any, ax: Any) -> None:
     ax.relim(visible_only=True)
     ax.autoscale_view()
     shown = [h for h in ax.get_lines() if h.get_visible() and not h.get_label().startswith("_")]
-    # below the axes: inside, it covered the curves it names
-    ax.legend(handles=shown, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3)
+    # inside the axes: below them it was cut off in a figure laid out by hand (lesson 5's
+    # plt.figure(figsize=(6, 4)) left no room for it), and students read the best steps
+    # off it; "best" keeps it off the V's bottom, half transparent over what it covers
+    ax.legend(handles=shown, fontsize=8, loc="best", framealpha=0.8, ncol=1)
 
 
 def update_step_sweep(lines: dict, sweep: Any) -> bool:

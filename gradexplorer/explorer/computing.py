@@ -1,7 +1,9 @@
 """How the explorer computes: the AD Jacobian first, then the check, the newest change only.
 
-Runs in the explorer's worker thread when live (drawing under the explorer's lock)
-and in the caller's thread otherwise.
+Runs in the explorer's worker thread inside a kernel (sending under the explorer's
+lock) and in the caller's thread otherwise. The check is ``check_grads`` with the
+checker's own defaults (tolerances included): the explorer and ``check_grads`` give
+one verdict for one f at one point; a looser tolerance is the user's visible choice.
 """
 
 from __future__ import annotations
@@ -11,19 +13,20 @@ import time
 import numpy as onp
 
 from ..check.api import check_grads
-from ..check.progress import on_analytic
-from ..display import plots as P
-from ..display.checkpreview import preview_analytic
+from ..check.progress import on_analytic, on_checkpoint
 from ..fd.steps import default_step
+from . import maps
 from .html import badge_html, status_html, worst_html
-from .views import VIEWS
+from .registry import VIEW_NAMES
 from .worker import Cancelled, cancellable
 
-__all__ = ["Computing"]
+__all__ = ["Computing", "SLOW_CHECK"]
 
-#: A check that took longer than this (seconds) gets its view's AD Jacobian shown first;
-#: a shorter one is shown as one picture (an early frame costs ~10-20 ms to send and paint).
+#: A check that took longer than this (seconds) gets the Check view's AD Jacobian shown
+#: first; a shorter one is shown as one picture.
 SLOW_CHECK = 0.05
+#: Seconds the worker pauses after sending a frame, for the IOPub thread to send it.
+HAND_OVER = 0.001
 
 
 class Computing:
@@ -31,43 +34,52 @@ class Computing:
     there: ``f``, ``generation``, ``report``, ``_worker``, ``_lock``, the widgets)."""
 
     def _settings(self) -> dict:
+        method = self.method.value
+        reason = getattr(self.method, "complex_step_reason", None)
+        if method == "complex_step" and reason:
+            # chosen where it cannot apply: check with the default instead and say so
+            # (a note, not an error: the point is fine)
+            method = "richardson"
         return dict(
             wrt=self._selected_wrt(),
-            method=self.method.value,
-            rtol=self.rtol.value,
+            method=method,
+            rtol=self.rtol.value if self.own_rtol.value else None,
             step=None if self.auto_step.value else self.step.value,
         )
+
+    def _method_note(self) -> str:
+        reason = getattr(self.method, "complex_step_reason", None)
+        if self.method.value == "complex_step" and reason:
+            return (
+                f"The complex step does not apply to this f ({reason}): "
+                "checked with richardson finite differences instead."
+            )
+        return ""
 
     def _compute(self, request) -> None:
         generation, args, settings = request
         f = cancellable(self.f, lambda: self._is_current(generation))
-        self._shown_first = None
         first = self._jacobian_first()
-        showing = 0.0  # seconds spent drawing that early Jacobian, inside the check's time
+        showing = 0.0  # seconds spent sending that early Jacobian, inside the check's time
 
         def show_first(A) -> None:  # the check's own AD Jacobian, before its FD
             nonlocal showing
             began = time.perf_counter()
             with self._lock:
-                if self._is_current(generation) and self._shown_first is None:
+                if self._is_current(generation):
                     try:
-                        self._show_jacobian(first, A)
+                        self._show_first(first, A)
                     except Exception as exc:  # a drawing error is not f's: the check goes on
                         self._show_error(exc, f"while drawing the {first} view")
             showing += time.perf_counter() - began
 
         try:
             started = time.perf_counter()
-            with on_analytic(show_first if first else None):
-                report = check_grads(
-                    f,
-                    *args,
-                    mode="full",
-                    precision="native",  # the dtype control chose the precision
-                    **settings,
-                )
-            # the check's own time: counting the early picture's would keep a fast check
-            # "slow" once it had been, and every move would send two pictures
+            with (
+                on_analytic(show_first if first else None),
+                on_checkpoint(lambda: self._stop_unless_current(generation)),
+            ):
+                report = check_grads(f, *args, mode="full", precision="native", **settings)
             self._check_seconds = time.perf_counter() - started - showing
         except Cancelled:
             return
@@ -75,68 +87,76 @@ class Computing:
             with self._lock:
                 if self._is_current(generation):
                     self._fail(exc, "", args)
-                    self._withdraw_first()
+                    self._withdraw_first(first)
                     self.status.value = status_html("idle", generation)
             return
         with self._lock:
             if not self._is_current(generation):
                 return
+            self.view_f = f
             self._publish(report, args)
-            self.status.value = status_html("idle", generation)
+            todo = len(self._dirty) if self._worker is not None else 0
+            self.status.value = status_html("idle", generation, todo=todo)
+
+    def _stop_unless_current(self, generation: int) -> None:
+        """Between a check's backward passes: a newer change stops it there."""
+        if not self._is_current(generation):
+            raise Cancelled
 
     def _jacobian_first(self) -> str | None:
-        """The view to give the AD Jacobian before the check, if any: live, with maps
-        that only need new values, on the Jacobian tab, or on the Check tab when the
-        check takes long enough to be waited for."""
-        view = self._visible()
-        art = self.artists.get(view)
-        if self._worker is None or self.stale:
+        """The view to give the AD Jacobian before the check, if any: in the background,
+        on the Jacobian tab, or on the Check tab when checks take long enough to wait for."""
+        if self._worker is None or self.stale or self.report is None:
             return None
-        if view == "Jacobian" and isinstance(art, P.Heatmap):
+        view = self._visible()
+        if view == "Jacobian":
             return view
-        slow = self._check_seconds > SLOW_CHECK
-        if view == "Check" and slow and isinstance(art, P.CheckArtists) and art.mode == "full":
+        shown = self.panes["Check"].spec
+        if (
+            view == "Check"
+            and self._check_seconds > SLOW_CHECK
+            and len(shown.get("panels", ())) == 4
+        ):
             return view
         return None
 
-    def _show_jacobian(self, view: str, A) -> None:
-        art = self.artists[view]
-        if view == "Check":
-            if preview_analytic(art, A):
-                self._shown_first = (view, A)
-        elif P.update_heatmap(art, A):
-            self._push(view, art, fresh=False)
-            self._shown_first = (view, A)
+    def _show_first(self, view: str, A) -> None:
+        key = self.map_key(A.shape)
+        pane = self.panes[view]
+        if view == "Jacobian":
+            spec, slots = maps.jacobian_frame(A, None, key)
+        else:
+            spec, slots = maps.check_frame(None, key, early=A, last=pane.spec)
+        labels = self.labels() if self.report is not None and self.report.shape == A.shape else None
+        pane.show(self.decorate(spec), slots, labels=labels)
+        # the frame leaves the kernel when its IOPub thread gets the GIL; the check going
+        # on in this thread held it for 15-20 ms a frame: a millisecond's pause hands it over
+        time.sleep(HAND_OVER)
 
-    def _withdraw_first(self) -> None:
+    def _withdraw_first(self, view: str | None) -> None:
         """The check failed: the Jacobian shown first goes back to the last good point's."""
-        if self._shown_first is not None and self.report is not None:
-            self._dirty.add(self._shown_first[0])
+        if view is not None and self.report is not None:
+            self._dirty.add(view)
             self._redraw_visible()
 
     def _publish(self, report, args) -> None:
         self.report, self.args = report, args
-        self.error.value = ""
-        self._set_stale(False)
+        self.published += 1
+        self._dirty = set(VIEW_NAMES)
         m, n = report.shape
         with self.hold_trait_notifications():
             self.row.max, self.col.max = max(m - 1, 0), max(n - 1, 0)
-        selected = (self.row.value, self.col.value)
         self._select_worst()
-        self._show_step()
+        # the picture first: the words below it are a few small messages more
+        self._redraw_visible()
+        self.error.value = ""
+        self.note.value = self._method_note()
+        self._set_stale(False)
         self.badge.value = badge_html(report)
+        self._show_step()
         self.worst.value = worst_html(report)
         self._show_entry()
-        self._dirty = set(VIEWS)
-        first = getattr(self, "_shown_first", None)
-        if (
-            first is not None
-            and first[0] == "Jacobian"
-            and selected == (self.row.value, self.col.value)
-            and onp.array_equal(first[1], report.analytic)
-        ):
-            self._dirty.discard("Jacobian")  # already on the page, drawn before the check
-        self._redraw_visible()
+        self.snapshot.badge(report)
 
     def _select_worst(self) -> None:
         """A failing check selects its worst entry, unless a wrong one is selected."""
@@ -150,11 +170,19 @@ class Computing:
                 self.row.value, self.col.value = worst.row, worst.col
 
     def _show_step(self) -> None:
+        """With the auto step, the step slider shows the step in use (the median of the
+        per-coordinate steps), not a value it no longer means."""
         if not self.auto_step.value:
             self.step_note.value = ""
             return
         x = onp.concatenate([onp.ravel(onp.asarray(a, dtype=complex).real) for a in self._leaves()])
         h = float(onp.median(default_step(x, self.method.value))) if x.size else 0.0
+        if h > 0:
+            self._loading = True  # the slider follows the step: no refresh
+            try:
+                self.step.value = float(onp.clip(h, 10.0**self.step.min, 10.0**self.step.max))
+            finally:
+                self._loading = False
         self.step_note.value = (
             '<span style="color:#555;white-space:nowrap" '
             f'title="median of the per-coordinate steps">auto: h ≈ {h:.2g}</span>'

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 import ipywidgets as W
-import numpy as onp
 
 from ..fd.steps import METHODS
 
@@ -61,10 +60,22 @@ def make_controls(
         tooltip="a step per coordinate, scaled to its magnitude (recommended)",
         style=wide,
     )
-    w.step = log_slider("step", step or 1e-5, -12, -1, disabled=step is None)
+    w.step = log_slider("step", step or 1e-5, -12, 1, disabled=step is None)
     w.step_note = W.HTML("")
-    w.rtol = log_slider("rtol", rtol or float(onp.sqrt(onp.finfo(float).eps)), -12, -1)
+    # one verdict: by default the checker's own tolerance (check_grads' rtol=None), so that
+    # explore and check_grads agree on the same f and point; a looser one is a visible choice
+    w.own_rtol = W.Checkbox(
+        value=rtol is not None,
+        description="rtol",
+        tooltip="off: the checker's own tolerance, as check_grads uses; on: the slider's",
+        style=wide,
+        layout=W.Layout(width="70px"),
+    )
+    w.rtol = log_slider("", rtol or 1e-8, -14, -1, disabled=rtol is None)
     w.rtol.tooltip = "relative tolerance added to each entry's FD error"
+    w.rtol_note = W.HTML(
+        "" if rtol is not None else '<span style="color:#555">checker\'s default</span>'
+    )
     w.dtype = W.ToggleButtons(
         options=["float64", "float32"],
         description="precision",
@@ -107,6 +118,7 @@ def make_controls(
 def label_methods(menu: W.Dropdown, f: Callable, args: tuple, argnums: tuple) -> None:
     """Say in the FD menu, before it is chosen, why the complex step cannot apply."""
     reason = complex_step_reason(f, args, argnums)
+    menu.complex_step_reason = reason  # the explorer checks with richardson if chosen anyway
     value = menu.value
     menu.options = [
         (f"complex_step (n/a: {reason})" if m == "complex_step" and reason else m, m)

@@ -1,9 +1,10 @@
-"""The live explorer: ``explore(f, *args)`` (ipywidgets; pictures from plot.py).
+"""The live explorer: ``explore(f, *args)``. The kernel computes; the page draws.
 
-Controls change a small state; one ``refresh`` recomputes the check at that
-state and redraws the visible view's existing artists in place. With ipympl
-active the figures are live canvases (click a cell to inspect it); without
-it each view is an ``Image`` widget holding a PNG of the same figure.
+Controls are ipywidgets; each view is a :class:`~gradexplorer.explorer.pane.Pane`
+(anywidget) that draws, in the browser, the numbers the kernel sends. A change of a
+control computes one check (in a background thread inside a kernel) and sends the
+visible view's numbers; the other views follow when the kernel is idle, so that the
+saved notebook keeps every view's last picture.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
-import numpy as onp
-from matplotlib.figure import Figure
 
 from .. import gallery
 from ..backends import get_backend
@@ -24,7 +23,6 @@ from ..core.outputs import output_layout
 from .computing import Computing
 from .controls import close_tree, label_methods, make_controls
 from .drawing import ViewDrawing
-from .figures import close_figure, ipympl_active, new_figure
 from .html import (
     SAVED_NOTE,
     STYLE,
@@ -34,17 +32,13 @@ from .html import (
     stale_badge_html,
     status_html,
 )
+from .pane import Pane
+from .pictures import Pictures
+from .points import along, point_from, point_sliders
+from .registry import VIEW_NAMES, VIEWS, pending_spec, shape_of
 from .rerun import file_under_cell
-from .views import (
-    FIGSIZE,
-    VIEWS,
-    along,
-    not_applicable,
-    point_from,
-    point_sliders,
-    shape_of,
-)
-from .worker import Cancelled, Worker
+from .snapshot import Snapshot
+from .worker import Cancelled, Worker, in_kernel
 
 __all__ = ["explore", "Explorer"]
 
@@ -57,14 +51,14 @@ def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any)
     Parameters
     ----------
     f : callable, optional
-        Written with ``autograd.numpy``; None opens a dropdown of
+        Written with ``autograd.numpy`` (or torch / jax); None opens a dropdown of
         :mod:`gradexplorer.gallery` examples.
     *args
         The starting point.
     wrt : int, str or sequence
         Inputs to explore.
     **options
-        ``method``, ``rtol``, ``step`` starting values.
+        ``method``, ``rtol`` (None: the checker's own, as ``check_grads``), ``step``.
 
     Returns
     -------
@@ -83,18 +77,19 @@ def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any)
 
 
 class Explorer(Computing, ViewDrawing, W.VBox):
-    """Jacobian / Check / Complex / Hessian / Step sweep / Where views with live controls.
+    """Jacobian / Check / Complex / Hessian / Step sweep / Where / Graph / Landscape /
+    Linear map views with live controls.
 
-    The tabs are always the same six; a view that does not apply to f says why. With
-    ipympl active, a change computes in a background thread: the Jacobian is shown
-    first, the check follows, and a newer change cancels a computation still running
-    (``wait()`` blocks until it is drawn). After an error the last good pictures stay,
-    dimmed and marked stale, until a point that works comes back.
+    The tabs are always the same; a view that does not apply to f says why. Inside a
+    kernel a change computes in a background thread: the Jacobian is shown first, the
+    check follows, and a newer change cancels a computation still running (``wait()``
+    blocks until it is drawn). After an error the last good pictures stay, dimmed and
+    marked stale, until a point that works comes back.
 
-    Public widgets (drive them from Python in tests): ``point_sliders``,
-    ``scale``, ``seed``, ``resample``, ``method``, ``auto_step``, ``step``,
-    ``rtol``, ``dtype``, ``block``, ``row``, ``col``, ``zoom``, ``tabs``, ``badge``,
-    ``status``, ``worst``, ``entry_info``, ``error``, ``gallery_menu``.
+    Public widgets (drive them from Python in tests): ``point_sliders``, ``scale``,
+    ``seed``, ``resample``, ``method``, ``auto_step``, ``step``, ``own_rtol``, ``rtol``,
+    ``dtype``, ``block``, ``row``, ``col``, ``zoom``, ``tabs``, ``panes``, ``badge``,
+    ``status``, ``worst``, ``entry_info``, ``error``, ``note``, ``gallery_menu``.
     """
 
     def __init__(
@@ -109,32 +104,41 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     ):
         super().__init__(layout=W.Layout(width="100%"))
         self.add_class("gx-explorer")
-        self.live = ipympl_active()
-        self.asynchronous = self.live if asynchronous is None else asynchronous
+        self.asynchronous = in_kernel() if asynchronous is None else asynchronous
         self._lock = threading.RLock()
-        self.figures: dict[str, Figure] = {}
-        self.artists: dict[str, Any] = {}
+        self._view_locks = {name: threading.Lock() for name in VIEW_NAMES}
+        self.pictures = Pictures()
         self.report = None
         self.generation = 0
+        self.published = 0  # reports published: a view computed from an older one is stale
         self.stale = False
         self._check_seconds = 0.0  # the last check's time: worth a Jacobian shown first?
         self._dirty: set[str] = set()
         self._closed = False
         self._loading = False
-        self.views: list[str] = list(VIEWS)
+        self.views: list[str] = list(VIEW_NAMES)
         self._notes: dict[str, str | None] = {}
+        self._labels_cache: tuple = (None, None)
+        self.view_f: Callable | None = None
         for name, widget in make_controls(
             gallery.names(), f is not None, method=method, rtol=rtol, step=step
         ).items():
             setattr(self, name, widget)
+        self.note = W.HTML("")
+        self.note.add_class("gx-note-line")
         self.status.value = status_html("busy", 0)
         self.point_box = W.VBox()
         self.point_sliders: list[W.FloatSlider] = []
-        self.tabs = W.Tab()
+        self.panes = {
+            name: Pane(view=name, on_message=self._on_pane, spec=pending_spec(name))
+            for name in VIEW_NAMES
+        }
+        self.tabs = W.Tab(children=list(self.panes.values()), titles=VIEW_NAMES, selected_index=0)
         for control in (self.method, self.step, self.rtol, self.block, self.scale, self.seed):
             control.observe(self._on_change, "value")
+        self.own_rtol.observe(self._on_own_rtol, "value")
         self.auto_step.observe(self._on_auto_step, "value")
-        self.dtype.observe(self._on_dtype, "value")
+        self.dtype.observe(self._on_change, "value")
         self.resample.on_click(self._on_resample)
         self._sampling = W.HBox([self.scale, self.seed, self.resample])  # for many inputs
         self.row.observe(self._on_entry, "value")
@@ -144,13 +148,13 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.sweep_step.observe(self._on_sweep, "value")
         self.tabs.observe(self._on_tab, "selected_index")
         self.gallery_menu.observe(self._on_gallery, "value")
-        self._install_views()
         controls = W.VBox(
             [
                 self.gallery_menu,
                 self.point_box,
                 W.HBox([self.method, self.dtype]),
-                W.HBox([self.auto_step, self.step, self.step_note, self.rtol]),
+                W.HBox([self.auto_step, self.step, self.step_note]),
+                W.HBox([self.own_rtol, self.rtol, self.rtol_note]),
                 W.HBox([self.block, self.row, self.col, self.zoom]),
             ]
         )
@@ -160,17 +164,31 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             controls,
             self.error,
             W.HBox([self.badge, self.status]),
+            self.note,
             self.tabs,
             self.sweep_box,  # below the tabs: showing it never moves the tab bar
             self.entry_info,
             self.worst,
         ]
-        self._worker = Worker(self._compute) if self.asynchronous else None
+        self.snapshot = Snapshot(self)
+        self._worker = (
+            Worker(self._compute, idle=self.fill_one, idle_after=IDLE_AFTER)
+            if self.asynchronous
+            else None
+        )
         file_under_cell(self)  # a cell run again replaces its output: close the old explorers
         if f is None:
             self._load_example(self.gallery_menu.value)
         else:
             self.load(f, *args, wrt=wrt)
+
+    def _ipython_display_(self) -> None:
+        """The widget, and below it an output holding every view's last picture: what a
+        saved notebook shows without widget state (after an autosave) and nbconvert."""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+        self.snapshot.display()
 
     # ------------------------------------------------------------ loading
 
@@ -179,7 +197,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         self.load(ex.f, *ex.args(), wrt=ex.wrt)
 
     def load(self, f: Callable, *args: Any, wrt: Any = 0) -> None:
-        """Explore another function (the figures and tabs are kept)."""
+        """Explore another function (the panes and tabs are kept)."""
         self.f, self.base_args, self.wrt = f, tuple(args), wrt
         self._loading = True  # controls change during set-up: refresh once, at the end
         try:
@@ -190,7 +208,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
         finally:
             self._loading = False
         self.report = None
-        self.artists = {}
+        self.pictures.close()
         self.refresh()
 
     def _setup(self, f, args, wrt):
@@ -214,22 +232,10 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             self.point_box.children = self.point_sliders
         else:
             self.point_box.children = [self._sampling]
-        self.shape = shape_of(self.system.name, call, output_layout(f(*args)))
-        self._notes = {name: not_applicable(name, self.shape) for name in VIEWS}
+        self.shape = shape_of(self.system, call, output_layout(f(*args)))
+        self._notes = {v.name: v.note(self.shape) for v in VIEWS}
         label_methods(self.method, self.f, self.base_args, self.argnums)
-        self._single = along(self, self.argnums[0])
-
-    def _install_views(self) -> None:
-        children = []
-        for name in VIEWS:
-            fig = self.figures[name] = new_figure(FIGSIZE[name], self.live, self._lock)
-            children.append(fig.canvas if self.live else W.Image(format="png"))
-            if self.live:
-                fig.canvas.mpl_connect("button_press_event", self._on_click)
-        self._view_widgets = dict(zip(VIEWS, children))
-        self.tabs.children = children
-        self.tabs.titles = VIEWS
-        self.tabs.selected_index = 0
+        self.single = along(self, self.argnums[0])
 
     # ------------------------------------------------------------ state
 
@@ -259,13 +265,11 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     def _on_change(self, change=None) -> None:
         self.refresh()
 
-    def _on_dtype(self, change) -> None:
-        # the tolerance follows the precision (sqrt(eps)); the user may move it after
-        self._loading = True
-        try:
-            self.rtol.value = float(onp.sqrt(onp.finfo(change["new"]).eps))
-        finally:
-            self._loading = False
+    def _on_own_rtol(self, change) -> None:
+        self.rtol.disabled = not change["new"]
+        self.rtol_note.value = (
+            "" if change["new"] else '<span style="color:#555">checker\'s default</span>'
+        )
         self.refresh()
 
     def _on_auto_step(self, change) -> None:
@@ -278,10 +282,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     def _on_entry(self, change=None) -> None:
         with self._lock:
             self._show_entry()
-            self._dirty.update(("Step sweep", "Graph"))  # they follow the selected entry
-            self._mark_selection()
-            zoomed = change is not None and change.get("owner") is self.zoom
-            self._redraw_visible(selection_moved=True, limits_changed=zoomed)
+            self._selection_moved()
 
     def _on_tab(self, change=None) -> None:
         self.sweep_box.layout.display = "flex" if self._visible() == "Graph" else "none"
@@ -296,43 +297,57 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     def _on_gallery(self, change) -> None:
         self._load_example(change["new"])
 
-    def _on_click(self, event) -> None:
-        if event.inaxes is None or event.xdata is None or self.report is None:
+    def _on_pane(self, pane: Pane, content: dict, buffers: list) -> None:
+        """A message from the page: a cell clicked, a window zoomed into, a click on
+        the Landscape's plane, a view's picture for the saved notebook."""
+        kind = content.get("type")
+        if kind == "select" and self.report is not None:
+            m, n = self.report.shape
+            row, col = int(content["row"]), int(content["col"])
+            if 0 <= row < m and 0 <= col < n:
+                with self.hold_trait_notifications():
+                    self.row.value, self.col.value = row, col
+        elif kind == "tile":
+            self._send_tile(pane, content)
+        elif kind == "click" and content.get("axes") == "plane":
+            self.move_point(float(content["x"]), float(content["y"]))
+        elif kind == "picture" and buffers:
+            self.snapshot.keep(pane.view, content.get("key"), bytes(buffers[0]))
+
+    def move_point(self, x: float, y: float) -> None:
+        """Move a two-coordinate point (a click on the Landscape's plane): one refresh."""
+        if len(self.point_sliders) != 2:
             return
-        art = self.artists.get(self._visible())
-        if getattr(art, "kind", None) == "plane" and len(self.point_sliders) == 2:
-            if event.inaxes is art.artists["point"].axes:  # a click moves the point there
-                self._loading = True  # one refresh, for both coordinates
-                try:
-                    self.point_sliders[0].value = float(event.xdata)
-                finally:
-                    self._loading = False
-                self.point_sliders[1].value = float(event.ydata)
-            return
-        m, n = self.report.shape
-        col, row = int(round(event.xdata)), int(round(event.ydata))
-        if 0 <= row < m and 0 <= col < n:
-            with self.hold_trait_notifications():
-                self.row.value, self.col.value = row, col
+        self._loading = True
+        try:
+            self.point_sliders[0].value = x
+        finally:
+            self._loading = False
+        self.point_sliders[1].value = y
 
     # ------------------------------------------------------------ compute
 
     def refresh(self) -> None:
         """Recompute at the controls' state and redraw the visible view (in the
-        background when live: the newest change wins, older ones are cancelled)."""
+        background inside a kernel: the newest change wins, older ones are cancelled)."""
         if self._closed or self._loading:
             return
         self.generation += 1
         generation = self.generation
-        self.status.value = status_html("busy", generation)
         try:
             request = (generation, self.current_args(), self._settings())
         except Exception as exc:
+            self.status.value = status_html("idle", generation)
             self._fail(exc, "while reading the controls")
             return
         if self._worker is not None:
-            self._worker.submit(request)
+            # the check starts while the status is sent; under the lock, so that its
+            # "idle" (set under it too) cannot come before this "busy"
+            with self._lock:
+                self._worker.submit(request)
+                self.status.value = status_html("busy", generation)
         else:
+            self.status.value = status_html("busy", generation)
             try:
                 self._compute(request)
             except Cancelled:
@@ -376,7 +391,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     # ------------------------------------------------------------ lifetime
 
     def close(self) -> None:
-        """Release the figures, the widgets and the background thread."""
+        """Release the panes, the widgets and the background thread."""
         if getattr(self, "_closed", True):
             return
         self._closed = True
@@ -384,11 +399,14 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             return
         if getattr(self, "_worker", None) is not None:
             self._worker.stop()
-        for name in list(self.figures):
-            close_figure(self.figures.pop(name), self.live)
-        self.artists.clear()
+        self.pictures.close()
         owned = [v for v in vars(self).values() if isinstance(v, W.Widget)]
-        for w in [*self.children, *owned, *self.point_sliders, *self._view_widgets.values()]:
+        for w in [*self.children, *owned, *self.point_sliders, *self.panes.values()]:
             close_tree(w)
         self.layout.close()
         super().close()
+
+
+#: Seconds without a change before the views nobody looks at are computed (for the
+#: saved pictures): long enough that a user moving a slider never waits for them.
+IDLE_AFTER = 2.0

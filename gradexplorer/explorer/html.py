@@ -23,6 +23,7 @@ STYLE = """<style>
 .gx-table th:last-child, .gx-table td:last-child { text-align: left; }
 .gx-table tr:nth-child(even) { background: #f4f4f4; }
 .gx-explorer canvas:focus { outline: none; }
+.gx-explorer .gx-note-line { color: #8a5a00; }
 /* ipywidgets lays a toggle group's label out as a block: its buttons fell below it */
 .gx-explorer .widget-toggle-buttons { display: flex; align-items: center; margin-left: 12px; }
 .gx-explorer.jupyter-widgets-disconnected::before,
@@ -46,7 +47,10 @@ def badge_html(r: Any) -> str:
     >>> "PASSED" in badge_html(gx.check_grads(np.sin, np.ones(2)))
     True
     """
-    color = "#1a7f37" if r.passed else "#b42318"
+    outcome = getattr(getattr(r, "outcome", None), "value", None)
+    outcome = outcome or ("passed" if r.passed else "failed")
+    # green, red, or amber: an inconclusive check neither passed nor found a wrong entry
+    color = {"passed": "#1a7f37", "failed": "#b42318"}.get(outcome, "#b26b00")
     verdict = r.status
     return (
         f'<span style="background:{color};color:white;padding:3px 10px;border-radius:4px;'
@@ -64,12 +68,17 @@ def stale_badge_html(last_point: str) -> str:
     )
 
 
-def status_html(state: str, generation: int) -> str:
-    """ "computing…" while busy; the state and the change's number as data attributes
-    (tests and the browser test wait on them, not on time)."""
+def status_html(state: str, generation: int, todo: int = 0) -> str:
+    """ "computing…" while busy; the state, the change's number and how many views are
+    still to compute in the background (for the saved pictures) as data attributes
+    (the browser test waits on them, not on time).
+
+    >>> status_html("idle", 3, todo=2)[:57]
+    '<span data-state="idle" data-generation="3" data-todo="2"'
+    """
     text = "computing…" if state == "busy" else ""
     return (
-        f'<span data-state="{state}" data-generation="{generation}" '
+        f'<span data-state="{state}" data-generation="{generation}" data-todo="{todo}" '
         f'style="color:#555;margin-left:8px">{text}</span>'
     )
 

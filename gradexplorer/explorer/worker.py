@@ -9,6 +9,7 @@ the newest request. Requests are never queued behind each other.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..backends import owns_callable
 
-__all__ = ["Cancelled", "Worker", "cancellable"]
+__all__ = ["Cancelled", "Worker", "cancellable", "in_kernel"]
 
 
 class Cancelled(BaseException):
@@ -47,10 +48,20 @@ def cancellable(f: Callable, is_current: Callable[[], bool]) -> Callable:
 
 
 class Worker:
-    """A daemon thread running ``run(request)`` for the newest submitted request."""
+    """A daemon thread running ``run(request)`` for the newest submitted request, and,
+    once no request came for ``idle_after`` seconds, ``idle()`` until it returns False
+    (work that may wait: the views nobody looks at yet, for the saved pictures)."""
 
-    def __init__(self, run: Callable[[Any], None]):
+    def __init__(
+        self,
+        run: Callable[[Any], None],
+        idle: Callable[[], bool] | None = None,
+        idle_after: float = 1.0,
+    ):
         self._run = run
+        self._idle = idle
+        self.idle_after = idle_after
+        self._idle_wanted = False
         self._pending: Any = None
         self._has_pending = False
         self._busy = False
@@ -65,6 +76,10 @@ class Worker:
             self._pending, self._has_pending = request, True
             self._cv.notify_all()
 
+    def pending(self) -> bool:
+        """Is a request waiting (idle work stops at its next evaluation of f)?"""
+        return self._has_pending or self._stopped
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until nothing is pending or running; False on timeout."""
         with self._cv:
@@ -78,18 +93,38 @@ class Worker:
     def _loop(self) -> None:
         while True:
             with self._cv:
-                self._cv.wait_for(lambda: self._has_pending or self._stopped)
+                timeout = self.idle_after if (self._idle_wanted and self._idle) else None
+                woke = self._cv.wait_for(lambda: self._has_pending or self._stopped, timeout)
                 if self._stopped:
                     return
-                request, self._pending, self._has_pending = self._pending, None, False
-                self._busy = True
+                idle = not woke
+                if not idle:
+                    request, self._pending, self._has_pending = self._pending, None, False
+                    self._busy = True
             try:
-                self._run(request)
+                if idle:
+                    self._idle_wanted = bool(self._idle())
+                else:
+                    self._run(request)
+                    self._idle_wanted = True
             except Cancelled:
-                pass
+                self._idle_wanted = True
             except Exception:  # the thread must outlive a bug in one request: say it
                 traceback.print_exc()
             finally:
                 with self._cv:
                     self._busy = False
                     self._cv.notify_all()
+
+
+def in_kernel() -> bool:
+    """Inside a Jupyter kernel (where a background thread keeps the page responsive).
+
+    >>> in_kernel()
+    False
+    """
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython()
+    return getattr(shell, "kernel", None) is not None
