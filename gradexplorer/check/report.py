@@ -256,6 +256,10 @@ class CheckReport:
     mode_reason: str = ""
     #: the Taylor-remainder test run to settle what finite differences left open
     taylor: Any = field(default=None, repr=False)
+    #: where f was evaluated (``"cpu"``, ``"cuda:0"``, a jax device ``"gpu:0"``)
+    device: str = "cpu"
+    #: host <-> device copies the finite differences made (0 on the host)
+    copies: int = 0
 
     @property
     def passed(self) -> bool:
