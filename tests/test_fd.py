@@ -6,7 +6,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import autograd.numpy as anp
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import gradexplorer as gx
@@ -266,6 +266,9 @@ UNARY = {
     names=st.lists(st.sampled_from(sorted(UNARY)), min_size=1, max_size=4),
     x=st.lists(st.floats(-1.5, 1.5), min_size=2, max_size=6),
 )
+@example(
+    names=["x_exp_x", "square", "softmax"], x=[0.0, 1.3495263878396933, 0.0, 1.3495263878396933]
+)
 def test_random_compositions_agree_with_fd_within_reported_error(names, x):
     def f(v):
         for n in names:
@@ -279,4 +282,10 @@ def test_random_compositions_agree_with_fd_within_reported_error(names, x):
     r = gx.numeric_jacobian(f, x)
     scale = max(1.0, float(np.max(np.abs(J))))
     assert np.all(np.abs(r.jacobian - J) <= 4 * r.error + 1e-13 * scale)
-    assert gx.check_grads(f, x).passed
+    report = gx.check_grads(f, x)
+    assert report.outcome is not gx.Outcome.FAILED, report
+    # inconclusive only where an entry sits under f's own round-off beside far larger
+    # ones in its row (softmax's e^-27 outputs at an exact 0): never a large entry
+    rows = np.max(np.abs(J), axis=1)
+    for e in report.unresolved:
+        assert max(abs(e.analytic), abs(e.numeric)) <= 1e-8 * rows[e.row], (e, report)

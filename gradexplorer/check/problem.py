@@ -243,7 +243,7 @@ def device_evaluator(p: Problem, kit: Any, leaves: list | None = None) -> Device
 
     def flat(x):
         leaves = [kit.cast(x[a:b], d) for a, b, d in zip(bounds[:-1], bounds[1:], dtypes)]
-        return kit.cast(F(*leaves), "float64")
+        return kit.cast(F(*leaves), kit.widest)
 
     x0 = None if leaves is None else kit.realified(leaves)
     return DeviceEvaluator(flat, kit, p.x0, x0_device=x0)

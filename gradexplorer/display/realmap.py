@@ -52,12 +52,12 @@ def real_map(f: Callable, x: Any, who: str = "real_map") -> tuple:
         return system.to_array(a, like=x)
 
     y = f(native(arr))
+    y = y if isinstance(y, (list, tuple, dict)) else system.to_numpy(y)
     if isinstance(y, (list, tuple, dict)) or onp.asarray(y).dtype.kind not in "biufc":
         raise TypeError(
             f"{who} draws a map returning one array; f returned {type(y).__name__}. Return "
             "one array (anp.concatenate the pieces), or wrap f to pick one output."
         )
-    y = system.to_numpy(y)
     cout = onp.iscomplexobj(y)
 
     def F(w):

@@ -226,7 +226,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             close_tree(old)
         self.point_sliders = []
         if sum(s.real_size for s in call.specs) <= MAX_SLIDERS:
-            self.point_sliders = point_sliders(call)
+            self.point_sliders = point_sliders(call, self.system.to_numpy)
             for slider in self.point_sliders:
                 slider.observe(self._on_change, "value")
             self.point_box.children = self.point_sliders
@@ -248,6 +248,7 @@ class Explorer(Computing, ViewDrawing, W.VBox):
             self.scale.value,
             self.dtype.value,
             None if self.system.capabilities.numpy_arrays else self.system.to_array,
+            self.system.to_numpy,
         )
         return tuple(args)
 

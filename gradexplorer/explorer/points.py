@@ -12,12 +12,13 @@ import numpy as onp
 __all__ = ["point_sliders", "point_from", "along"]
 
 
-def point_sliders(call) -> list:
+def point_sliders(call, to_numpy: Callable = onp.asarray) -> list:
     """One slider per real coordinate of the selected inputs' leaves (Re and Im
-    for complex), labelled by path: ``params[0][1][2]``, ``Re z[0]``."""
+    for complex), labelled by path: ``params[0][1][2]``, ``Re z[0]`` (``to_numpy``
+    copies a leaf to the host: a GPU tensor never converts implicitly)."""
     sliders = []
     for spec, value in zip(call.specs, call.values):
-        real = spec.to_real(value)
+        real = spec.to_real(to_numpy(value))
         for k, val in enumerate(real):
             span = 3 * max(abs(float(val)), 1.0)
             sliders.append(
@@ -36,11 +37,18 @@ def point_sliders(call) -> list:
 
 
 def point_from(
-    call, slider_values: list, seed: int, scale: float, dtype_name: str, to_array=None
+    call,
+    slider_values: list,
+    seed: int,
+    scale: float,
+    dtype_name: str,
+    to_array=None,
+    to_numpy: Callable = onp.asarray,
 ) -> tuple:
     """The point the controls describe: slider values, else a seeded normal draw times
     ``scale`` (seed 0 keeps the starting point, scaled), cast to the chosen dtype.
-    ``to_array`` makes the AD system's arrays (torch tensors, jax arrays).
+    ``to_array(a, like=)`` makes the AD system's arrays (torch tensors, jax arrays)
+    on the device of the leaf they replace; ``to_numpy`` copies a leaf to the host.
 
     Returns ``(args, kwargs)`` with the selected leaves replaced, the structure kept.
     """
@@ -49,7 +57,7 @@ def point_from(
     rng = onp.random.default_rng(seed)
     leaves = []
     for spec, value in zip(call.specs, call.values):
-        r = spec.to_real(value).astype(float)
+        r = spec.to_real(to_numpy(value)).astype(float)
         if slider_values:
             r = onp.array([next(values) for _ in range(r.size)])
         elif seed != 0:
@@ -61,7 +69,7 @@ def point_from(
         if spec.pytype is not None:
             new = spec.pytype(new)
         elif to_array is not None:
-            new = to_array(new)
+            new = to_array(new, like=value)
         leaves.append(new)
     return call.rebuild_plain(leaves)
 

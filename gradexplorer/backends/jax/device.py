@@ -69,6 +69,8 @@ class Kit:
 
     #: about what compiling f mapped over a batch costs, in seconds
     batch_overhead = 0.05
+    #: the dtype finite differences work in (a check runs jax in 64-bit mode)
+    widest = "float64"
 
     def __init__(self, device: Any, device_arithmetic: bool | None = None):
         self.jax_device = device
@@ -96,7 +98,7 @@ class Kit:
             return out
         return pts.at[jnp.asarray(rows), jnp.asarray(cols)].add(vals)
 
-    def realified(self, leaves: list, dtype: str = "float64") -> Any:
+    def realified(self, leaves: list, dtype: str | None = None) -> Any:
         """The leaves as one real vector (Re then Im of a complex leaf) of
         ``dtype``, on the device (on the host where the reductions run there)."""
         xp = onp if self.on_host else jnp
@@ -104,15 +106,24 @@ class Kit:
         for v in leaves:
             v = onp.asarray(v) if self.on_host else jnp.asarray(v)
             parts.extend([v.real.ravel(), v.imag.ravel()] if xp.iscomplexobj(v) else [v.ravel()])
-        return xp.concatenate([p.astype(dtype) for p in parts])
+        return xp.concatenate([p.astype(dtype or self.widest) for p in parts])
 
     def cast(self, a: Any, dtype: str) -> Any:
         return jnp.asarray(a, dtype=jnp.dtype(dtype))
 
+    def _placed(self, F):
+        """F on points placed on the kit's device (numpy points would run on
+        jax's default device, which need not be the inputs')."""
+        if self.jax_device == jax.devices()[0]:
+            return F
+        return lambda x: F(jax.device_put(x, self.jax_device))
+
     def adapt(self, F):
-        """F as the evaluator calls it: its results as the kit's arrays."""
+        """F as the evaluator calls it: on the inputs' device, its results as
+        the kit's arrays."""
         if not self.on_host:
             return F
+        F = self._placed(F)
         return lambda x: onp.asarray(F(x))
 
     def batched(self, F):
@@ -121,7 +132,8 @@ class Kit:
         point by point). Compiled as one program on an accelerator; on the CPU
         each operation runs batched on its own, which costs no compilation per
         f (jax caches each operation's program by shape, across functions)."""
-        return self.adapt(jax.jit(jax.vmap(F)))
+        mapped = jax.jit(jax.vmap(F))
+        return self.adapt(mapped) if self.on_host else self._placed(mapped)
 
 
 def device_kit(x0: Any, device_arithmetic: bool | None = None) -> Kit:

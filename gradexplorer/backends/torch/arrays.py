@@ -116,12 +116,40 @@ _PROMOTE = {
 }
 
 
+#: device types whose kernels have no float64 (Apple's Metal)
+NO_FLOAT64 = frozenset({"mps"})
+
+
+def has_float64(device: torch.device) -> bool:
+    """Whether tensors on ``device`` can be float64 (CUDA, CPU: yes; mps: no)."""
+    return torch.device(device).type not in NO_FLOAT64
+
+
+def widest(device: torch.device, complex_: bool = False) -> torch.dtype:
+    """The most precise float dtype a check can use on ``device``."""
+    if has_float64(device):
+        return torch.complex128 if complex_ else torch.float64
+    return torch.complex64 if complex_ else torch.float32
+
+
 def _widen(x: Any) -> tuple[Any, str | None]:
     if isinstance(x, torch.Tensor) and x.dtype in _PROMOTE:
-        new = x.detach().to(_PROMOTE[x.dtype]).requires_grad_(x.requires_grad)
+        target = widest(x.device, x.is_complex())
+        if x.dtype == target:
+            return x, None
+        new = x.detach().to(target).requires_grad_(x.requires_grad)
         return new, str(x.dtype).removeprefix("torch.")
     return x, None
-    return x
+
+
+def _without_float64(args: tuple, kwargs: dict) -> list[str]:
+    """The devices among the arguments that have no float64."""
+    from ...core.tree import flatten
+
+    leaves = flatten(list(args) + list(kwargs.values()))[0]
+    return sorted(
+        {str(x.device) for x in leaves if isinstance(x, torch.Tensor) and not has_float64(x.device)}
+    )
 
 
 def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: str | None) -> Prepared:
@@ -139,6 +167,14 @@ def prepare(f: Any, args: tuple, kwargs: dict, wrt: Any, precision: str | None) 
         notes.extend(module_notes)
     if seen:
         notes.append(promotion_note(seen))
+    low = _without_float64(args, kwargs) if promote else []
+    if low:
+        notes.append(
+            f"checked in float32: {', '.join(low)} has no float64, so finite differences "
+            "resolve about half the digits they would in float64; entries float32 cannot "
+            "resolve are listed as unresolvable, not wrong. Check on the CPU (x.cpu()) for a "
+            "float64 verdict."
+        )
     return Prepared(f, args, kwargs, wrt, tuple(notes))
 
 

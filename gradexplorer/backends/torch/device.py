@@ -14,15 +14,19 @@ from typing import Any
 import numpy as onp
 import torch
 
+from .arrays import widest
+
 __all__ = ["xp", "Kit", "device_kit"]
 
 
 def _t(a: Any, like: torch.Tensor | None = None) -> torch.Tensor:
-    if isinstance(a, torch.Tensor):
+    if isinstance(a, torch.Tensor) and (like is None or a.device == like.device):
         return a
-    arr = onp.asarray(a)
-    t = torch.as_tensor(arr)
-    return t.to(like.device) if like is not None else t
+    t = a if isinstance(a, torch.Tensor) else torch.as_tensor(onp.asarray(a))
+    if like is None:
+        return t
+    # a host operand joins the device's arrays in their dtype (float32 without float64)
+    return t.to(like.device, like.dtype) if t.is_floating_point() else t.to(like.device)
 
 
 def _axis_reduce(fn):
@@ -103,11 +107,24 @@ xp = SimpleNamespace(
 class Kit:
     """What a DeviceEvaluator needs of torch, for tensors on ``device``."""
 
-    xp = xp
-
-    def __init__(self, device: torch.device, dtype: torch.dtype = torch.float64):
-        self.torch_device, self.dtype = device, dtype
+    def __init__(self, device: torch.device, dtype: torch.dtype | None = None):
+        self.torch_device = device
+        self.dtype = widest(device) if dtype is None else dtype
+        #: the dtype finite differences work in on this device (float64 where it has one)
+        self.widest = str(self.dtype).removeprefix("torch.")
         self.device = str(device)
+        # arrays made from nothing live on the device, in its widest float (float32
+        # on a device without float64)
+        wide = self.dtype
+        like = torch.empty(0, dtype=wide, device=device)
+        self.xp = SimpleNamespace(
+            **{
+                **vars(xp),
+                "asarray": lambda a, dtype=None: _t(a, like),
+                "zeros": lambda shape: torch.zeros(shape, dtype=wide, device=device),
+                "astype_float64": lambda a: a.to(wide),
+            }
+        )
 
     def to_host(self, a: torch.Tensor) -> onp.ndarray:
         return a.detach().cpu().numpy().copy() if isinstance(a, torch.Tensor) else onp.asarray(a)
@@ -115,7 +132,7 @@ class Kit:
     def to_device(self, a: onp.ndarray) -> torch.Tensor:
         return torch.as_tensor(onp.ascontiguousarray(a), dtype=self.dtype, device=self.torch_device)
 
-    def realified(self, leaves: list, dtype: str = "float64") -> torch.Tensor:
+    def realified(self, leaves: list, dtype: str | None = None) -> torch.Tensor:
         """The leaves as one real vector (Re then Im of a complex leaf) of
         ``dtype``, built where they live: x0 never leaves the device."""
         parts = []
@@ -124,7 +141,8 @@ class Kit:
             parts.extend(
                 [v.real.reshape(-1), v.imag.reshape(-1)] if v.is_complex() else [v.reshape(-1)]
             )
-        return torch.cat([p.to(getattr(torch, dtype)) for p in parts])
+        target = self.dtype if dtype is None else getattr(torch, dtype)
+        return torch.cat([p.to(target) for p in parts])
 
     def cast(self, a: torch.Tensor, dtype: str) -> torch.Tensor:
         return a.to(getattr(torch, dtype))

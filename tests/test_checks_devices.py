@@ -1,0 +1,270 @@
+"""Checks on the inputs' own device: every entry point, every device present.
+
+The table runs on the CPU always and on CUDA where there is one. On the CPU a
+tensor subclass stands in for a device tensor: like a CUDA tensor it refuses
+to become a numpy array implicitly (``np.asarray``, ``.numpy()``) and only an
+explicit ``.cpu()`` copies it to the host. Every path that would crash on a
+GPU crashes here too; f records the device and dtype of every call it sees.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import gradexplorer as gx  # noqa: E402
+
+
+class DeviceLike(torch.Tensor):
+    """A CPU tensor with a CUDA tensor's manners at the host boundary."""
+
+    def numpy(self, *args, **kwargs):
+        raise TypeError("can't convert a device tensor to numpy: copy it with .cpu() first")
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("can't convert a device tensor to numpy: copy it with .cpu() first")
+
+    def cpu(self, *args, **kwargs):
+        return torch.Tensor.cpu(self).as_subclass(torch.Tensor).clone()
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def on(device: str, t: torch.Tensor) -> torch.Tensor:
+    """t on the device (on the CPU: as a DeviceLike)."""
+    return t.as_subclass(DeviceLike) if device == "cpu" else t.to(device)
+
+
+def point(device: str):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(4, generator=gen, dtype=torch.float64)
+    W = torch.randn(3, 4, generator=gen, dtype=torch.float64)
+    return on(device, x), on(device, W)
+
+
+class Recorder:
+    """f = tanh(W x), remembering where each concrete call ran and in what dtype."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, torch.dtype]] = []
+
+    def __call__(self, x, W):
+        if not torch._C._functorch.is_functorch_wrapped_tensor(x):
+            self.calls.append((x.device.type, x.dtype))
+        return torch.tanh(W @ x)
+
+
+class WrongSoftplus(torch.autograd.Function):
+    """softplus with a backward 1% too large: a custom kernel's planted bug."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.nn.functional.softplus(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.sigmoid(x) * 1.01
+
+
+def layer_with_wrong_kernel(x, W):
+    return WrongSoftplus.apply(W @ x)
+
+
+def rule_point(device):
+    x, _ = point(device)
+    f = lambda x: torch.sin(x) * x  # noqa: E731
+
+    def f_vjp(x):
+        return f(x), lambda g: (g * (torch.cos(x) * x + torch.sin(x)),)
+
+    def f_jvp(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        return f(x), (torch.cos(x) * x + torch.sin(x)) * dx
+
+    return f, f_vjp, f_jvp, x
+
+
+ENTRY_POINTS = {
+    "check_grads full": lambda f, x, W: gx.check_grads(f, x, W, mode="full").passed,
+    "check_grads fast": lambda f, x, W: gx.check_grads(f, x, W, mode="fast").passed,
+    "check_grads order 2": lambda f, x, W: gx.check_grads(f, x, W, order=2).passed,
+    "numeric_jacobian": lambda f, x, W: bool(
+        np.allclose(
+            gx.numeric_jacobian(f, x, W, wrt=0).jacobian,
+            gx.jacobian(f)(x.cpu(), W.cpu()).detach().numpy(),
+            atol=1e-8,
+        )
+    ),
+    "locate": lambda f, x, W: gx.locate(f, x, W).culprit is None,
+    "check_precision": lambda f, x, W: gx.check_precision(f, x.float(), W.float()).passed,
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+def test_every_entry_point_evaluates_f_on_the_inputs_device(device, entry):
+    f = Recorder()
+    x, W = point(device)
+    assert ENTRY_POINTS[entry](f, x, W)
+    assert f.calls and {d for d, _ in f.calls} == {torch.device(device).type}
+    wanted = torch.float32 if entry == "check_precision" else torch.float64
+    assert wanted in {t for _, t in f.calls}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_report_names_the_device_and_counts_its_copies(device):
+    x, W = point(device)
+    report = gx.check_grads(Recorder(), x, W)
+    assert report.device.startswith(torch.device(device).type) and report.copies > 0
+    assert (" on cuda" in str(report).splitlines()[0]) == (device == "cuda")
+
+
+def test_copies_do_not_grow_with_the_number_of_inputs():
+    def copies(n):
+        x = on("cpu", torch.linspace(0.1, 1.0, n, dtype=torch.float64))
+        return gx.check_grads(lambda x: torch.sin(x) * x.sum(), x, mode="fast").copies
+
+    small, large = copies(64), copies(4096)
+    assert large <= 2 * small, (small, large)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_wrong_custom_function_is_found_at_its_entries_and_named(device):
+    x, W = point(device)
+    report = gx.check_grads(layer_with_wrong_kernel, x, W)
+    assert not report.passed and report.wrong_count == 3 * 4 + 3 * 4
+    loc = gx.locate(layer_with_wrong_kernel, x, W)
+    assert loc.culprit is not None and loc.culprit.name == "WrongSoftplus"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_locate_records_a_function_passed_as_its_apply(device):
+    """gradcheck's docs check ``MyFunction.apply`` itself; locate names it."""
+    x, _ = point(device)
+    loc = gx.locate(WrongSoftplus.apply, x)
+    assert loc.culprit is loc.nodes[0] and loc.culprit.name == "WrongSoftplus"
+    assert loc.culprit.source.startswith("tests/test_checks_devices.py:")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rule", ["vjp", "jvp"])
+def test_hand_written_rules_on_tensors(device, rule):
+    f, f_vjp, f_jvp, x = rule_point(device)
+    check = gx.check_vjp(f, f_vjp, x) if rule == "vjp" else gx.check_jvp(f, f_jvp, x)
+    assert check.passed
+
+    def wrong(x):
+        return f(x), lambda g: (g * torch.cos(x) * x,)
+
+    assert not gx.check_vjp(f, wrong, x).passed
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_module_keeps_its_parameters_on_their_device(device):
+    layer = torch.nn.Linear(4, 2).double()
+    layer.weight.data = on(device, layer.weight.data)
+    layer.bias.data = on(device, layer.bias.data)
+    x = on(device, torch.linspace(-1, 1, 4, dtype=torch.float64))
+    report = gx.check_grads(layer, x)
+    assert report.passed
+    assert layer.weight.device.type == torch.device(device).type  # the user's, untouched
+
+
+def test_a_device_without_float64_is_checked_in_float32(monkeypatch):
+    """Apple's mps has no float64: checks run in float32, honest about what it resolves."""
+    from gradexplorer.backends.torch import arrays
+
+    monkeypatch.setattr(arrays, "NO_FLOAT64", frozenset({"cpu"}))
+    seen = []
+
+    def f(x):
+        seen.append(x.dtype)
+        return torch.exp(x) * x
+
+    report = gx.check_grads(f, torch.linspace(0.1, 1.0, 5))
+    assert report.passed and report.dtype == "float32"
+    assert any("has no float64" in note for note in report.notes)
+    assert torch.float64 not in seen
+
+    def wrong(x):
+        return WrongSoftplus.apply(x)
+
+    assert not gx.check_grads(wrong, torch.linspace(0.1, 1.0, 5)).passed
+
+
+@pytest.mark.skipif(not hasattr(gx, "explore"), reason="no explorer")
+def test_the_explorer_shows_a_device_function():
+    pytest.importorskip("ipywidgets")
+    f = Recorder()
+    x, W = point("cpu")
+    ex = gx.explore(lambda x: f(x, W), x)
+    try:
+        assert "PASSED" in ex.badge.value and not ex.error.value
+        ex.point_sliders[0].value = 0.5
+        assert "PASSED" in ex.badge.value and not ex.error.value
+        for k, name in enumerate(ex.views):
+            ex.tabs.selected_index = k
+            assert not ex.error.value, name
+    finally:
+        ex.close()
+    assert {d for d, _ in f.calls} == {"cpu"}
+
+
+JAX_ON_A_SECOND_DEVICE = """
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import jax
+import jax.numpy as jnp
+import numpy as np
+import gradexplorer as gx
+from gradexplorer.backends.jax import device as kits
+from gradexplorer.fd.evaluation import DeviceEvaluator
+
+second = jax.devices("cpu")[1]
+x = jax.device_put(jnp.linspace(0.1, 1.0, 6), second)
+seen = set()
+
+def f(x):
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        seen.add(str(next(iter(x.devices()))))
+    return jnp.sin(x) * jnp.sum(x**2)
+
+report = gx.check_grads(f, x)
+assert report.passed and report.device == "cpu:1", (report.device, report.outcome)
+assert seen == {"TFRT_CPU_1"} or seen == {str(second)}, seen
+
+# the accelerator's path (samples reduced with jax.numpy on the device), on the CPU
+x64 = jax.device_put(np.linspace(0.1, 1.0, 6), second)
+F = lambda v: jnp.sin(v) * jnp.sum(v**2)
+on_device = DeviceEvaluator(F, kits.device_kit(x64, device_arithmetic=True), np.asarray(x64))
+on_host = DeviceEvaluator(F, kits.device_kit(x64), np.asarray(x64))
+h, offsets = np.full(6, 1e-3), np.array([1.0, -1.0])
+a = on_device.to_host(on_device.points(None, np.arange(6), None, h, offsets))
+b = np.asarray(on_host.points(None, np.arange(6), None, h, offsets))
+assert np.allclose(a, b, rtol=0, atol=1e-14), abs(a - b).max()
+assert on_device.xp is not np and on_host.xp is np
+print("ok")
+"""
+
+
+def test_jax_arrays_are_checked_on_their_own_device():
+    pytest.importorskip("jax")
+    env = {**os.environ, "JAX_ENABLE_X64": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(JAX_ON_A_SECOND_DEVICE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-3000:]
