@@ -103,3 +103,37 @@ def test_bad_executors_are_refused_clearly(bad, error, words):
 def test_a_map_like_callable_that_drops_results_is_refused():
     with pytest.raises(TypeError, match="fn\\(item\\) for every item"):
         gx.numeric_jacobian(np.sin, np.ones(3), executor=lambda fn, xs: map(fn, list(xs)[:1]))
+
+
+@pytest.mark.parametrize("executor", [None, 2, map], ids=["serial", "two-processes", "map"])
+def test_check_grads_spreads_its_evaluations_with_the_same_verdicts(executor):
+    ex = gallery.get("softmax")
+    r = gx.check_grads(ex.f, *ex.args(), executor=executor, rng=0)
+    base = gx.check_grads(ex.f, *ex.args(), rng=0)
+    assert r.passed and r.nfev == base.nfev
+    np.testing.assert_array_equal(r.numeric, base.numeric)
+    np.testing.assert_array_equal(r.fd_error, base.fd_error)
+
+
+def test_check_grads_of_a_torch_function_through_an_executor():
+    torch = pytest.importorskip("torch")
+    x = torch.linspace(-1, 1, 4, dtype=torch.float64)
+    with ThreadPoolExecutor(2) as pool:
+        r = gx.check_grads(torch.tanh, x, executor=pool)
+    assert r.passed
+    with pytest.raises(ValueError, match="int >= 1"):
+        gx.check_grads(torch.tanh, x, executor=0)
+
+
+def test_check_grads_hands_its_points_to_the_executor():
+    chunks = []
+
+    def counting_map(fn, items):
+        items = list(items)
+        chunks.extend(len(c) for c in items)
+        return map(fn, items)
+
+    ex = gallery.get("softmax")
+    r = gx.check_grads(ex.f, *ex.args(), executor=counting_map)
+    # all the finite differences (f at the point itself is taken in this process)
+    assert r.passed and 0.9 * r.nfev <= sum(chunks) < r.nfev

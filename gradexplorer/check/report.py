@@ -256,6 +256,12 @@ class CheckReport:
     mode_reason: str = ""
     #: the Taylor-remainder test run to settle what finite differences left open
     taylor: Any = field(default=None, repr=False)
+    #: the compiled gradient beside eager's (``compiled=True``): a
+    #: :class:`~gradexplorer.check.compiled.CompiledComparison`
+    compiled: Any = field(default=None, repr=False)
+    #: registration checks of the custom operators f calls: an
+    #: :class:`~gradexplorer.check.opcheck.OpcheckReport`
+    opcheck: Any = field(default=None, repr=False)
 
     @property
     def passed(self) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as onp
 
-__all__ = ["opened_executor", "spread", "MapAdapter", "EXECUTOR_KINDS"]
+__all__ = ["opened_executor", "spread", "spread_evaluator", "MapAdapter", "EXECUTOR_KINDS"]
 
 #: What ``executor=`` accepts, for error messages.
 EXECUTOR_KINDS = (
@@ -170,3 +170,20 @@ def _stacked(parts: list, chunks: list, width: int) -> onp.ndarray:
             "fn(item) for every item, in order, as map(fn, iterable) does."
         )
     return onp.vstack(parts)
+
+
+def spread_evaluator(rmap: Any, executor: Any, device: str) -> Any:
+    """A host evaluator of f (a :class:`~gradexplorer.fd.realmap.RealMap`) whose points
+    go through ``executor`` (None: None, the caller keeps its own evaluator)."""
+    from .evaluation import HostEvaluator
+
+    if executor is None:
+        return None
+    if device != "cpu":
+        raise ValueError(
+            f"executor= evaluates f in other workers on host (numpy) points, but f's inputs "
+            f"live on {device}, where gradexplorer evaluates f with that device's kernels. "
+            "Drop executor= (the device evaluates batches of points itself), or move the "
+            "inputs to the CPU to spread f over CPU workers."
+        )
+    return HostEvaluator(spread(rmap.batch, executor, rmap.layout.real_size), rmap)
