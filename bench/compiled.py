@@ -67,7 +67,8 @@ def main() -> None:
                 (label, r["backend"], f"{r['total']:.1f} s", f"{r['compile']:.1f} s", r["passed"])
             )
     print("check_grads of a 4 x 8 two-layer tanh network (torch, float64), fresh process each")
-    print(table(rows, ("configuration", "backend", "whole check", "compile + first passes", "passed")))
+    heads = ("configuration", "backend", "whole check", "compile + first passes", "passed")
+    print(table(rows, heads))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ by eager kernels) takes its place, and the result says so.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,10 +58,20 @@ def _short(exc: BaseException, limit: int = 400) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+#: Recompiles of one function allowed while probing: past dynamo's own limit (8) it
+#: would run f eagerly without a word, and eager's gradient would pass as the compiled one
+RECOMPILE_LIMIT = 64
+
+
 def _attempt(f: Callable, backend: str, probe: Callable[[Callable], Any]) -> Compiled:
+    import torch._dynamo.config as dynamo
+
     before = _graphs_compiled()
     start = time.perf_counter()
-    result = probe(torch.compile(f, backend=backend))
+    limit = max(getattr(dynamo, "recompile_limit", 0), RECOMPILE_LIMIT)
+    patched = hasattr(dynamo, "recompile_limit")
+    with dynamo.patch(recompile_limit=limit) if patched else contextlib.nullcontext():
+        result = probe(torch.compile(f, backend=backend))
     return Compiled(backend, "", time.perf_counter() - start, _graphs_compiled() - before, result)
 
 
