@@ -231,3 +231,43 @@ def test_second_order_compares_the_first_order_gradient():
     assert not r.passed and r.first_order.compiled is r.compiled
     assert _cells(r.compiled.entries) == {(i, j) for i in range(2) for j in (1, 3)}
     assert r.first_order.outcome is gx.Outcome.FAILED
+
+
+class AbsKinkChoice(torch.autograd.Function):
+    """|x| whose compiled backward picks another derivative at x = 0: ``SLOPE_AT_0["slope"]``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.abs()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        d = torch.sign(x)
+        if torch.compiler.is_compiling():
+            d = torch.where(x == 0, torch.full_like(x, SLOPE_AT_0["slope"]), d)
+        return g * d
+
+
+SLOPE_AT_0 = {"slope": 1.0}
+
+
+@pytest.mark.parametrize("slope, wrong", [(1.0, False), (-0.5, False), (2.0, True)])
+def test_at_a_kink_the_compiled_value_is_judged_against_the_one_sided_derivatives(
+    slope, wrong, monkeypatch
+):
+    monkeypatch.setitem(SLOPE_AT_0, "slope", slope)
+    x = torch.tensor([-0.5, 0.0, 0.7], dtype=torch.float64)
+
+    def kinked(v):  # dynamo guards on the slope it read: each value compiles anew
+        return AbsKinkChoice.apply(v) * 1.0
+
+    r = gx.check_grads(kinked, x, compiled="aot_eager")
+    assert r.compiled.differ == 1  # eager's sign(0) = 0, the compiled one `slope`
+    assert r.compiled.analytic[1, 1] == slope
+    assert bool(r.compiled.entries) == wrong and r.passed == (not wrong)
+    if wrong:
+        assert [(e.row, e.col, e.wrong) for e in r.compiled.entries] == [
+            (1, 1, WhichWrong.COMPILED)
+        ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as onp
 
 from .entries import make_entry
-from .judging import judge, tolerances
+from .judging import FD_SAFETY, judge, tolerances
 from .options import Options
 from .problem import Problem, traceable
 from .report import CheckReport, Entry, Outcome, format_fd_error, plural
@@ -205,7 +205,7 @@ def _judged(p: Problem, r: CheckReport, Ac, opts: Options, done, gap: float) -> 
         same = (onp.abs(Ac - A) <= rtol * onp.maximum(onp.abs(A), onp.abs(Ac)) + atol) | (
             onp.isnan(A) & onp.isnan(Ac)
         )
-    Vc = onp.where(same, V, judge(Ac, N, E, rtol, atol))
+    Vc = onp.where(same, V, _violation(Ac, r, rtol, atol))
     verdicts = r.verdicts.copy()
     hull = {(e.row, e.col): e.one_sided for e in r.kinks}
     for i, j in onp.argwhere(~same):
@@ -234,6 +234,23 @@ def _judged(p: Problem, r: CheckReport, Ac, opts: Options, done, gap: float) -> 
         done.backend, done.fallback, Ac, Vc, verdicts, tuple(entries),
         int(onp.count_nonzero(~same)), gap, done.seconds, done.graphs,
     )  # fmt: skip
+
+
+def _violation(Ac, r: CheckReport, rtol, atol: float) -> onp.ndarray:
+    """The compiled entries' violations, each allowed what eager's entry was allowed
+    (its FD error, round-off, and the allowances eager's judging added: a backward
+    pass's measured round-off or spread), never less than the rule gives Ac itself."""
+    A, N, E, V = r.analytic, r.numeric, r.fd_error, r.violation
+    own = judge(Ac, N, E, rtol, atol)  # NaN where finite differences cannot judge
+    with onp.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        eager_allowed = onp.where((V > 0) & onp.isfinite(V), onp.abs(A - N) / V, 0.0)
+        allowed = onp.fmax(
+            FD_SAFETY * E + rtol * onp.maximum(onp.abs(Ac), onp.abs(N)) + atol, eager_allowed
+        )
+        diff = onp.abs(Ac - N)
+        v = onp.where(allowed > 0, diff / allowed, onp.where(diff > 0, onp.inf, 0.0))
+    v = onp.where(onp.isfinite(Ac), v, onp.inf)
+    return onp.where(onp.isnan(own), onp.nan, v)
 
 
 def _failing(codes):
