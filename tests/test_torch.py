@@ -245,9 +245,9 @@ def test_explorer_on_a_torch_function():
 
     ex = explore(lambda x: torch.tanh(x) * x, torch.linspace(-1, 1, 3))
     try:
-        from gradexplorer.explorer.views import VIEWS
+        from gradexplorer.explorer.registry import VIEW_NAMES
 
-        assert list(ex.tabs.titles) == list(VIEWS)
+        assert list(ex.tabs.titles) == list(VIEW_NAMES)
         assert "scalar" in ex._notes["Hessian"] and "real here" in ex._notes["Complex"]
         assert "PASSED" in ex.badge.value and not ex.error.value
         before = ex.report.analytic.copy()

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as onp
 
 from ..core.guards import reseeded
-from ..core.tree import Leaf, flatten, float_kind, unflatten
+from ..core.tree import Leaf, flatten, float_kind, map_leaves, unflatten
 from .base import Capabilities, Prepared
 
 __all__ = ["RuleBackend"]
@@ -147,8 +147,31 @@ class RuleBackend:
     np = onp
     capabilities = Capabilities(numpy_arrays=True)
 
-    def __init__(self, vjp_rule: Callable | None = None, jvp_rule: Callable | None = None):
+    def __init__(
+        self,
+        vjp_rule: Callable | None = None,
+        jvp_rule: Callable | None = None,
+        arrays: Any = None,
+    ):
         self.vjp_rule, self.jvp_rule = vjp_rule, jvp_rule
+        if arrays is not None:
+            # rules written on a framework's arrays (torch tensors, jax arrays): they
+            # get and return its arrays, on the inputs' device; f is evaluated there
+            self.arrays = arrays
+            self.np = arrays.np
+            self.capabilities = Capabilities(devices=arrays.capabilities.devices)
+            for name in ("owns", "to_array", "to_numpy", "float_kind", "device_kit"):
+                setattr(self, name, getattr(arrays, name))
+
+    def _framework(self, value: Any, like: Any) -> Any:
+        """A numpy leaf as the rule's arrays, on ``like``'s device (numpy rules: as is)."""
+        return value if self.arrays is None else self.arrays.to_array(value, like=like)
+
+    def _host(self, tree: Any) -> Any:
+        """The leaves of what a rule returned, as numpy."""
+        return tree if self.arrays is None else map_leaves(self.arrays.to_numpy, tree)
+
+    arrays: Any = None
 
     # ------------------------------------------------------------ arrays
 
@@ -190,7 +213,9 @@ class RuleBackend:
 
     def _point(self, F, leaves):
         call = F.call
-        args, kwargs = call.rebuild_plain(_values(call.specs, leaves))
+        values = _values(call.specs, [self.to_numpy(w) for w in leaves])
+        values = [self._framework(v, like) for v, like in zip(values, call.values)]
+        args, kwargs = call.rebuild_plain(values)
         reseeded(F.reseed)
         return call, args, kwargs
 
@@ -208,16 +233,32 @@ class RuleBackend:
                 f"cotangent (as jax.vjp returns); it returned {type(got).__name__}."
             )
         y, pullback = got
+        y = self._host(y)
         F.layout.check(y, " in the rule's output")
         value = onp.asarray(F.layout.realify(y), dtype=float)
+        if self.arrays is not None:
+            pullback = self._pullback_on_arrays(pullback, args)
         return _RuleTrace(value, pullback, call, F.layout, y, len(args))
+
+    def _pullback_on_arrays(self, pullback: Callable, args: Sequence) -> Callable:
+        """The rule's pullback fed the framework's arrays (on the device of f's
+        first array argument), its cotangents returned as numpy."""
+        like = next((a for leaf in args for a in flatten(leaf)[0] if self.owns(a)), None)
+
+        def run(ct):
+            return self._host(pullback(map_leaves(lambda c: self._framework(c, like), ct)))
+
+        return run
 
     def jvp(self, F: Callable, leaves: Sequence, tangents: Sequence, fallback: bool = False):
         """``(value, J·t, [])`` from the JVP rule."""
         if self.jvp_rule is None:
             raise NotImplementedError("no JVP rule was given (gx.check_jvp checks one)")
         call, args, kwargs = self._point(F, leaves)
-        tangent_leaves = _values(call.specs, [onp.asarray(t, float) for t in tangents])
+        tangent_leaves = _values(
+            call.specs, [onp.asarray(self.to_numpy(t), float) for t in tangents]
+        )
+        tangent_leaves = [self._framework(t, like) for t, like in zip(tangent_leaves, call.values)]
         targs = _tangent_args(call, args, tangent_leaves)
         _callable_as(
             self.jvp_rule,
@@ -232,16 +273,16 @@ class RuleBackend:
                 "f_jvp must return (y, y_dot), as a jax custom_jvp rule does; it returned "
                 f"{type(got).__name__}."
             )
-        y, y_dot = got
+        y, y_dot = self._host(got[0]), self._host(got[1])
         F.layout.check(y, " in the rule's output")
         F.layout.check(y_dot, " in the rule's tangent")
         value = onp.asarray(F.layout.realify(y), dtype=float)
         return value, onp.asarray(F.layout.realify(y_dot)), []
 
     def _vjp_from_columns(self, F, leaves):
-        n = sum(onp.size(v) for v in leaves)
+        sizes = [onp.size(self.to_numpy(v)) for v in leaves]
+        n = sum(sizes)
         columns, value = [], None
-        sizes = [onp.size(v) for v in leaves]
         for j in range(n):
             basis = onp.zeros(n)
             basis[j] = 1.0

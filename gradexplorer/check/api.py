@@ -25,7 +25,7 @@ from .fast import fast_check
 from .full import full_check
 from .judging import validate_tolerance
 from .options import DEFAULT_MAX_NAMED, Options, choose_mode, compile_backend
-from .problem import Problem, as_rng, build_problem
+from .problem import Problem, as_rng, build_problem, on_device
 from .report import Blocks, CheckReport, Outcome
 
 __all__ = [
@@ -204,7 +204,8 @@ def _not_differentiable(exc: Exception) -> Exception:
 
 
 def _check_problem(p: Problem, mode: str, opts: Options) -> CheckReport:
-    return fast_check(p, opts) if mode == "fast" else full_check(p, opts)
+    report = fast_check(p, opts) if mode == "fast" else full_check(p, opts)
+    return replace(report, device=p.device, copies=p.evaluator.copies)
 
 
 def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:
@@ -236,7 +237,7 @@ def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:
     cot = Leaf("u", (m,), False, "float64", "u", ())
     q = Problem(
         G,
-        list(p.vs) + [backend.to_array(u0)],
+        list(p.vs) + [backend.to_array(u0, like=p.vs[0] if p.vs else None)],
         Blocks(tuple(p.cols.sides) + (cot,)),
         Blocks(rows),
         p.name,
@@ -248,6 +249,7 @@ def second_order_problem(p: Problem, gen: onp.random.Generator) -> Problem:
         p.not_checked,
         backend=backend,
     )
+    on_device(q, q.vs)
     q.extra_notes = list(p.extra_notes) + [
         "order 2 checks the VJP's derivatives: columns "
         + ", ".join(s.name for s in p.cols.sides)

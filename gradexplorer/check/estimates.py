@@ -73,7 +73,11 @@ def _complex_step(p: Problem, opts: Options, x0, y0, out_eps) -> Estimates:
             "method='complex_step' applies to f itself, not to its derivatives (order=2); "
             "use method='richardson' for second derivatives."
         )
-    fd_steps = steps_for(p.call, None, "richardson") if p.call else p.steps("richardson")
+    fd_steps = (
+        steps_for(p.call, None, "richardson", p.backend.to_numpy)
+        if p.call
+        else p.steps("richardson")
+    )
     try:
         N, E, nfev = complex_step_jacobian(
             p.rmap,

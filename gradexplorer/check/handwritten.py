@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..backends import get_backend
 from ..backends.rules import RuleBackend
 from ..core.calls import check_callable
 from ..core.guards import keeping_random_state
@@ -82,7 +83,7 @@ def check_vjp(
     check_callable(f_vjp, "f_vjp")
     if f_jvp is not None:
         check_callable(f_jvp, "f_jvp")
-    rules = RuleBackend(vjp_rule=f_vjp, jvp_rule=f_jvp)
+    rules = RuleBackend(vjp_rule=f_vjp, jvp_rule=f_jvp, arrays=_framework_of(args, kwargs))
     return _check_rule(f, rules, args, kwargs, wrt, mode, atol, rtol, rng, method, step, reseed)
 
 
@@ -134,8 +135,15 @@ def check_jvp(
     True
     """
     check_callable(f_jvp, "f_jvp")
-    rules = RuleBackend(jvp_rule=f_jvp)
+    rules = RuleBackend(jvp_rule=f_jvp, arrays=_framework_of(args, kwargs))
     return _check_rule(f, rules, args, kwargs, wrt, mode, atol, rtol, rng, method, step, reseed)
+
+
+def _framework_of(args: tuple, kwargs: dict) -> Any:
+    """The backend whose arrays the point is (torch tensors, jax arrays), or
+    None for numpy: rules get and return the point's own kind of array."""
+    system = get_backend(None, list(args) + list(kwargs.values()))
+    return None if system.capabilities.numpy_arrays else system
 
 
 def _check_rule(f, rules, args, kwargs, wrt, mode, atol, rtol, rng, method, step, reseed):

@@ -124,7 +124,7 @@ class Problem:
         """How far small-element steps may grow (None for a user's fixed step)."""
         if self.call is None or self.step is not None or method != "richardson":
             return None
-        return typical_steps(self.call, method)
+        return typical_steps(self.call, method, self.backend.to_numpy)
 
     def coord_eps(self) -> onp.ndarray:
         return coordinate_eps(self.cols.sides)
@@ -132,9 +132,13 @@ class Problem:
     def steps(self, method: str) -> onp.ndarray:
         """Step per real coordinate: the user's ``step``, else the per-dtype default."""
         if self.call is not None:
-            return steps_for(self.call, self.step, method)
+            return steps_for(self.call, self.step, method, self.backend.to_numpy)
+        to_numpy = self.backend.to_numpy if self.backend is not None else onp.asarray
         return onp.concatenate(
-            [_vector_steps(v, s, self.step, method) for v, s in zip(self.vs, self.cols.sides)]
+            [
+                _vector_steps(to_numpy(v), s, self.step, method)
+                for v, s in zip(self.vs, self.cols.sides)
+            ]
         )
 
     def eps_matrix(self) -> onp.ndarray:
@@ -183,11 +187,7 @@ def build_problem(
     if marks is not None:
         layout = layout.without(marks(call))
     specs = call.specs
-    vs = [s.to_real(backend.to_numpy(v)) for s, v in zip(specs, call.values)]
-    vs = [
-        backend.to_array(v.astype(s.real_dtype), like=value)
-        for v, s, value in zip(vs, specs, call.values)
-    ]
+    vs = real_leaves(backend, specs, call.values)
     F = traceable(call, layout, reseed, backend)
     rmap = RealMap(call, layout, reseed, backend)
     not_checked = tuple(call.constants) + tuple(
@@ -207,14 +207,34 @@ def build_problem(
         not_checked,
         backend=backend,
     )
-    if backend.capabilities.devices and vs:
-        # f evaluated where its inputs live, with that device's kernels
-        p.evaluator = device_evaluator(p, backend.device_kit(call.values[0]))
+    return on_device(p, call.values)
+
+
+def on_device(p: Problem, leaves: list) -> Problem:
+    """p evaluated where its inputs ``leaves`` live, with that device's kernels
+    (where its backend has devices; else p as it is)."""
+    if p.backend.capabilities.devices and leaves:
+        p.evaluator = device_evaluator(p, p.backend.device_kit(leaves[0]), leaves)
         p.evaluate_one = lambda x: p.evaluator(x[None])[0]
     return p
 
 
-def device_evaluator(p: Problem, kit: Any) -> DeviceEvaluator:
+def real_leaves(backend: Any, specs: list, values: list) -> list:
+    """Each leaf as a real vector in its real dtype, as the backend's array on
+    the leaf's own device (made there, where the backend has devices)."""
+    if backend.capabilities.devices and values:
+        kit = backend.device_kit(values[0])
+        return [
+            backend.to_array(kit.realified([v], str(s.real_dtype)), like=v)
+            for s, v in zip(specs, values)
+        ]
+    return [
+        backend.to_array(s.to_real(backend.to_numpy(v)).astype(s.real_dtype), like=v)
+        for s, v in zip(specs, values)
+    ]
+
+
+def device_evaluator(p: Problem, kit: Any, leaves: list | None = None) -> DeviceEvaluator:
     """A :class:`DeviceEvaluator` of p's F: one real vector on the device in, f's
     realified output (float64) out; each leaf cut from the vector in its dtype."""
     bounds = onp.cumsum([0] + [s.real_size for s in p.cols.sides])
@@ -225,7 +245,8 @@ def device_evaluator(p: Problem, kit: Any) -> DeviceEvaluator:
         leaves = [kit.cast(x[a:b], d) for a, b, d in zip(bounds[:-1], bounds[1:], dtypes)]
         return kit.cast(F(*leaves), "float64")
 
-    return DeviceEvaluator(flat, kit, p.x0)
+    x0 = None if leaves is None else kit.realified(leaves)
+    return DeviceEvaluator(flat, kit, p.x0, x0_device=x0)
 
 
 def traceable(call: Call, layout: OutputLayout, reseed: int | None, backend: Any) -> Callable:

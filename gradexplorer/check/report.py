@@ -262,6 +262,10 @@ class CheckReport:
     #: registration checks of the custom operators f calls: an
     #: :class:`~gradexplorer.check.opcheck.OpcheckReport`
     opcheck: Any = field(default=None, repr=False)
+    #: where f was evaluated (``"cpu"``, ``"cuda:0"``, a jax device ``"gpu:0"``)
+    device: str = "cpu"
+    #: host <-> device copies the finite differences made (0 on the host)
+    copies: int = 0
 
     @property
     def passed(self) -> bool:

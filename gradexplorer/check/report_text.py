@@ -45,6 +45,12 @@ def status(r: Any) -> str:
     return f"FAILED: {plural(n, 'wrong entry', 'wrong entries')}"
 
 
+def _where(r: Any) -> str:
+    """The device f ran on, where it is not the host's only one."""
+    device = getattr(r, "device", "cpu")
+    return "" if device in ("cpu", "cpu:0") else f" on {device}"
+
+
 def headline(r: Any) -> str:
     m, n = r.shape
     parts = [plural(r.wrong_count, "wrong entry", "wrong entries")]
@@ -61,7 +67,7 @@ def headline(r: Any) -> str:
         parts.append(opcheck_status(found))
     return (
         f"{r.checker}({r.function}) {r.outcome}: {_WHAT.get(r.order, r.order)}, "
-        f"{m} x {n} ({r.mode} mode, {r.method} FD, {r.dtype}); "
+        f"{m} x {n} ({r.mode} mode, {r.method} FD, {r.dtype}{_where(r)}); "
         f"{', '.join(parts)}; {r.nfev} f evaluations, {r.ngrad} derivative passes"
     )
 

@@ -116,7 +116,7 @@ def plot_linear_map(
     (True, (0.28284271247461906, 0.282842712474619))
     """
     F, xr, arr, layout = real_map(f, x, "plot_linear_map")
-    ci = coordinate_pair(coords, arr.size, layout[1], "input", "plot_linear_map")
+    ci = coordinate_pair(coords, int(onp.prod(layout[0])), layout[1], "input", "plot_linear_map")
     co = coordinate_pair(outputs, layout[2], layout[3], "output", "plot_linear_map")
     if radius is None:
         radius = 0.25 * max(1.0, float(onp.hypot(*xr[list(ci)])))
@@ -171,7 +171,9 @@ def update_linear_map(
     ci = (
         art.coords
         if coords is None
-        else coordinate_pair(coords, arr.size, layout[1], "input", "update_linear_map")
+        else coordinate_pair(
+            coords, int(onp.prod(layout[0])), layout[1], "input", "update_linear_map"
+        )
     )
     co = (
         art.outputs

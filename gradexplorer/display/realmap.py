@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as onp
 
+from ..backends import get_backend
+
 __all__ = ["real_map", "coordinate_name", "coordinate_pair"]
 
 
@@ -27,7 +29,10 @@ def real_map(f: Callable, x: Any, who: str = "real_map") -> tuple:
     """
     if not callable(f):
         raise TypeError(f"{who} takes a function f first; got {type(f).__name__}.")
-    arr = onp.asarray(x)
+    # f is evaluated on its own kind of array (a torch tensor on its device, a jax
+    # array); the drawing works on numpy copies
+    system = get_backend(None, [x])
+    arr = onp.asarray(system.to_numpy(x))
     if arr.dtype.kind not in "biufc" or arr.size == 0:
         raise ValueError(
             f"{who} needs x as a non-empty array of numbers; got {arr.dtype} with shape "
@@ -43,20 +48,24 @@ def real_map(f: Callable, x: Any, who: str = "real_map") -> tuple:
     def to_x(w):
         return (w[:n] + 1j * w[n:] if cin else w).reshape(arr.shape)
 
-    y = f(arr)
+    def native(a):
+        return system.to_array(a, like=x)
+
+    y = f(native(arr))
     if isinstance(y, (list, tuple, dict)) or onp.asarray(y).dtype.kind not in "biufc":
         raise TypeError(
             f"{who} draws a map returning one array; f returned {type(y).__name__}. Return "
             "one array (anp.concatenate the pieces), or wrap f to pick one output."
         )
+    y = system.to_numpy(y)
     cout = onp.iscomplexobj(y)
 
     def F(w):
-        out = onp.asarray(f(to_x(w)))
+        out = onp.asarray(system.to_numpy(f(native(to_x(w)))))
         return onp.concatenate([out.real.ravel(), out.imag.ravel()]) if cout else out.ravel()
 
     layout = (arr.shape, cin, onp.size(y), cout)
-    return F, xr, arr, layout
+    return F, xr, native(arr), layout
 
 
 def coordinate_name(k: int, shape: tuple, cplx: bool, letter: str) -> str:

@@ -110,14 +110,17 @@ class DeviceEvaluator:
     call, but like itself.
     """
 
-    def __init__(self, F: Callable, kit: Any, x0: onp.ndarray, chunk: int = 256):
+    def __init__(
+        self, F: Callable, kit: Any, x0: onp.ndarray, chunk: int = 256, x0_device: Any = None
+    ):
         adapt = getattr(kit, "adapt", None)
         self.F, self.kit, self.xp = (F if adapt is None else adapt(F)), kit, kit.xp
         self.device = kit.device
         self._crossings = [0]  # shared with the projected evaluators made from this one
         self.chunk = chunk
         self.domain_errors: list = []  # the first error f raised near x (its domain's edge)
-        self.x0 = self.to_device(x0)
+        # x0 as the inputs' own leaves on the device, else copied there
+        self.x0 = self.to_device(x0) if x0_device is None else x0_device
         self._batched = kit.batched(F)
         # a batched call that compiles f first (jax) is worth it only for batches that
         # would take longer point by point than the compilation (what f costs is timed)

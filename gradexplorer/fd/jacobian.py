@@ -246,7 +246,7 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed, sy
         [s.to_real(system.to_numpy(v)).astype(float) for s, v in zip(call.specs, call.values)]
     )
     y0 = onp.asarray(layout.realify(y), dtype=float)
-    steps = steps_for(call, step, method)
+    steps = steps_for(call, step, method, system.to_numpy)
     spacing = coordinate_spacing(x0, call.specs)
     evaluate = _evaluator(gmap, vectorized, executor)
     out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in layout.leaves])
@@ -257,7 +257,7 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed, sy
             x0,
             y0,
             steps,
-            steps_for(call, None, "richardson"),
+            steps_for(call, None, "richardson", system.to_numpy),
             spacing,
             out_eps=out_eps,
             coord_eps=coordinate_eps(call.specs),
@@ -274,7 +274,7 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed, sy
             method,
             out_eps=out_eps,
             coord_eps=coordinate_eps(call.specs),
-            grow_to=typical_steps(call, method) if step is None else None,
+            grow_to=typical_steps(call, method, system.to_numpy) if step is None else None,
         )
     nfev += 1
     specs = call.specs

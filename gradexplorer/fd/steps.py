@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as onp
@@ -111,25 +111,27 @@ def leaf_steps(step: Any, value: Any, spec: Leaf, method: str, name: str = "inpu
     return onp.concatenate([flat, flat]) if spec.complex else flat
 
 
-def typical_steps(call: Call, method: str) -> onp.ndarray:
+def typical_steps(call: Call, method: str, to_host: Callable = onp.asarray) -> onp.ndarray:
     """Per coordinate, the default step of a typical element of its array: how
-    far a step made small by a small element may grow back."""
+    far a step made small by a small element may grow back (``to_host`` copies
+    a leaf to numpy: a device array never converts implicitly)."""
     out = []
     for s, value in zip(call.specs, call.values):
-        mag = onp.abs(onp.asarray(value)).astype(float).ravel()
+        mag = onp.abs(onp.asarray(to_host(value))).astype(float).ravel()
         good = mag[onp.isfinite(mag) & (mag > 0)]
         typical = float(onp.sqrt(onp.mean(good**2))) if good.size else 1.0
         out.append(onp.full(s.real_size, _BASE_STEP[method][s.real_dtype.itemsize] * typical))
     return onp.concatenate(out) if out else onp.zeros(0)
 
 
-def steps_for(call: Call, step: Any, method: str) -> onp.ndarray:
+def steps_for(call: Call, step: Any, method: str, to_host: Callable = onp.asarray) -> onp.ndarray:
     """Steps for every differentiated coordinate: ``step`` is None, a scalar,
-    an array like a single-array input, or a structure like the input."""
+    an array like a single-array input, or a structure like the input
+    (``to_host`` copies a leaf to numpy, as in :func:`typical_steps`)."""
     out = []
     per_leaf = _step_per_leaf(call, step)
     for s, value, st in zip(call.specs, call.values, per_leaf):
-        out.append(leaf_steps(st, value, s, method, s.name))
+        out.append(leaf_steps(st, to_host(value), s, method, s.name))
     return onp.concatenate(out) if out else onp.zeros(0)
 
 

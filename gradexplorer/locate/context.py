@@ -57,14 +57,15 @@ def tangents_in_context(call, values, specs, records, gen, directions, backend):
         plus, minus = [], []
         eps_scale = []
         for s, v in zip(specs, values):
-            r = s.to_real(v).astype(float)
+            r = s.to_real(backend.to_numpy(v)).astype(float)
             step = default_step(r) * 2.0**-12
             dv = gen.standard_normal(r.size) * step
             plus.append(s.from_real(r + dv) if s.shape else s.from_real(r + dv))
             minus.append(s.from_real(r - dv))
             eps_scale.append(1.0)
-        plus = [_cast(p, v, s) for p, v, s in zip(plus, values, specs)]
-        minus = [_cast(m, v, s) for m, v, s in zip(minus, values, specs)]
+        # the nearby points on the device the leaves live on
+        plus = [backend.to_array(_cast(p, v, s), like=v) for p, v, s in zip(plus, values, specs)]
+        minus = [backend.to_array(_cast(m, v, s), like=v) for m, v, s in zip(minus, values, specs)]
         try:
             rp = backend.record(call, plus)
             rm = backend.record(call, minus)

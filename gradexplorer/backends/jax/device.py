@@ -72,7 +72,7 @@ class Kit:
 
     def __init__(self, device: Any, device_arithmetic: bool | None = None):
         self.jax_device = device
-        self.device = str(device)
+        self.device = f"{device.platform}:{device.id}"
         if device_arithmetic is None:
             device_arithmetic = device.platform != "cpu"
         self.on_host = not device_arithmetic
@@ -95,6 +95,16 @@ class Kit:
             onp.add.at(out, (rows, cols), vals)
             return out
         return pts.at[jnp.asarray(rows), jnp.asarray(cols)].add(vals)
+
+    def realified(self, leaves: list, dtype: str = "float64") -> Any:
+        """The leaves as one real vector (Re then Im of a complex leaf) of
+        ``dtype``, on the device (on the host where the reductions run there)."""
+        xp = onp if self.on_host else jnp
+        parts = []
+        for v in leaves:
+            v = onp.asarray(v) if self.on_host else jnp.asarray(v)
+            parts.extend([v.real.ravel(), v.imag.ravel()] if xp.iscomplexobj(v) else [v.ravel()])
+        return xp.concatenate([p.astype(dtype) for p in parts])
 
     def cast(self, a: Any, dtype: str) -> Any:
         return jnp.asarray(a, dtype=jnp.dtype(dtype))

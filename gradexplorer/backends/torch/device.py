@@ -110,12 +110,21 @@ class Kit:
         self.device = str(device)
 
     def to_host(self, a: torch.Tensor) -> onp.ndarray:
-        return (
-            a.detach().to("cpu").numpy().copy() if isinstance(a, torch.Tensor) else onp.asarray(a)
-        )
+        return a.detach().cpu().numpy().copy() if isinstance(a, torch.Tensor) else onp.asarray(a)
 
     def to_device(self, a: onp.ndarray) -> torch.Tensor:
         return torch.as_tensor(onp.ascontiguousarray(a), dtype=self.dtype, device=self.torch_device)
+
+    def realified(self, leaves: list, dtype: str = "float64") -> torch.Tensor:
+        """The leaves as one real vector (Re then Im of a complex leaf) of
+        ``dtype``, built where they live: x0 never leaves the device."""
+        parts = []
+        for v in leaves:
+            v = v.detach()
+            parts.extend(
+                [v.real.reshape(-1), v.imag.reshape(-1)] if v.is_complex() else [v.reshape(-1)]
+            )
+        return torch.cat([p.to(getattr(torch, dtype)) for p in parts])
 
     def cast(self, a: torch.Tensor, dtype: str) -> torch.Tensor:
         return a.to(getattr(torch, dtype))

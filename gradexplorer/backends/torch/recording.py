@@ -10,6 +10,8 @@ operation is re-run on new arguments, differentiated alone, through torch.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -52,23 +54,34 @@ class TorchOp:
     numpy arguments become tensors, the output stays torch."""
 
     func: Any
+    #: where the operation ran: numpy arguments become tensors there
+    device: str = "cpu"
 
     @property
     def is_function_class(self) -> bool:
         return isinstance(self.func, type) and issubclass(self.func, Function)
 
+    def tensor(self, x: Any) -> Any:
+        """A numpy leaf as a tensor on the operation's device; others as they are."""
+        return _tensor(x, self.device)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        args = [map_leaves(_tensor, a) for a in args]
-        kwargs = {k: map_leaves(_tensor, v) for k, v in kwargs.items()}
+        args = [map_leaves(self.tensor, a) for a in args]
+        kwargs = {k: map_leaves(self.tensor, v) for k, v in kwargs.items()}
         if self.is_function_class:
             return self.func.apply(*args, **kwargs)
         return self.func(*args, **kwargs)
 
 
-def _tensor(x: Any) -> Any:
+def _tensor(x: Any, device: Any = None) -> Any:
     if isinstance(x, (onp.ndarray, onp.generic)) and not isinstance(x, (onp.str_, onp.bytes_)):
-        return torch.from_numpy(onp.array(x, copy=True))
+        t = torch.from_numpy(onp.array(x, copy=True))
+        return t if device is None else t.to(device)
     return x
+
+
+def _device_of(rec: OpRecord) -> Any:
+    return rec.fun.device if isinstance(rec.fun, TorchOp) else None
 
 
 def _is_float_tensor(x: Any) -> bool:
@@ -191,7 +204,7 @@ class _Recorder(TorchFunctionMode):
         frames, call = user_stack(_LIBRARIES, self.stop, 4, self.calls)
         rec = OpRecord(
             index,
-            TorchOp(func),
+            TorchOp(func, str(out_leaves[0].device)),
             tuple(map_leaves(to_numpy, a) for a in args),
             {k: map_leaves(to_numpy, v) for k, v in kwargs.items()},
             traced,
@@ -210,6 +223,7 @@ def record(fun: Callable, leaves: Sequence) -> list[OpRecord]:
     """Run ``fun(*leaves)`` once, recording every torch operation applied to them."""
     xs = [_tensor(x) if not isinstance(x, torch.Tensor) else x for x in leaves]
     xs = [x.detach().clone().requires_grad_(True) if _is_float_tensor(x) else x for x in xs]
+    fun = _applied_through_patch(fun)
     recorder = _Recorder(sys._getframe(0))
     previous = _State.recorder
     _State.recorder = recorder
@@ -222,12 +236,35 @@ def record(fun: Callable, leaves: Sequence) -> list[OpRecord]:
     return recorder.records
 
 
+def _applied_through_patch(fun: Callable) -> Callable:
+    """fun with ``MyFunction.apply`` as f (a method bound before the recording
+    patched ``Function.apply``, as gradcheck's docs call it) applied through
+    the patch, so the Function is recorded as f's one operation."""
+    f = getattr(fun, "f", fun)
+    bound_apply = (
+        inspect.ismethod(f)
+        and getattr(f, "__func__", None) is _ORIGINAL_APPLY.__func__
+        and isinstance(f.__self__, type)
+    )
+    if not bound_apply:
+        return fun
+    cls = f.__self__
+
+    def apply(*args, **kwargs):
+        return _apply(cls, *args, **kwargs)
+
+    if fun is f:
+        return apply
+    return dataclasses.replace(fun, f=apply) if dataclasses.is_dataclass(fun) else fun
+
+
 # ---------------------------------------------------------------- one operation
 
 
 def _inputs(rec: OpRecord, args: Sequence) -> tuple[list, list]:
     """The operation's arguments as tensors, its traced float leaves fresh leaves."""
-    targs = [map_leaves(_tensor, a) for a in args]
+    device = _device_of(rec)
+    targs = [map_leaves(lambda x: _tensor(x, device), a) for a in args]
     inputs = []
     for a in rec.argnums:
         leaves, tree = flatten(targs[a])
@@ -245,14 +282,14 @@ def op_vjp(rec: OpRecord, u: Any) -> list:
     """Cotangents of the traced arguments for output cotangent u, in autograd's
     convention (the conjugate of torch's for complex values), as numpy."""
     targs, inputs = _inputs(rec, rec.args)
-    kwargs = {k: map_leaves(_tensor, v) for k, v in rec.kwargs.items()}
+    kwargs = {k: map_leaves(rec.fun.tensor, v) for k, v in rec.kwargs.items()}
     with torch.enable_grad():
         out = rec.fun(*targs, **kwargs)
     outs, grads_out = [], []
     for y, g in zip(flatten(out)[0], flatten(u)[0]):
         if _is_float_tensor(y) and y.requires_grad:
             outs.append(y)
-            grads_out.append(torch.as_tensor(onp.conj(onp.asarray(g))).to(y.dtype))
+            grads_out.append(torch.as_tensor(onp.conj(onp.asarray(g)), device=y.device).to(y.dtype))
     if not outs:
         grads = [None] * len(inputs)
     else:
@@ -278,15 +315,15 @@ def op_vjp(rec: OpRecord, u: Any) -> list:
 
 def op_jvp(rec: OpRecord, tangents: Sequence) -> Any:
     """The output tangent for tangents of the traced arguments (forward AD), as numpy."""
-    targs = [map_leaves(_tensor, a) for a in rec.args]
-    kwargs = {k: map_leaves(_tensor, v) for k, v in rec.kwargs.items()}
+    targs = [map_leaves(rec.fun.tensor, a) for a in rec.args]
+    kwargs = {k: map_leaves(rec.fun.tensor, v) for k, v in rec.kwargs.items()}
     try:
         with fwad.dual_level():
             for a, t in zip(rec.argnums, tangents):
                 leaves, tree = flatten(targs[a])
                 tl = flatten(t)[0]
                 new = [
-                    fwad.make_dual(x, torch.as_tensor(onp.asarray(d)).to(x.dtype))
+                    fwad.make_dual(x, torch.as_tensor(onp.asarray(d), device=x.device).to(x.dtype))
                     if _is_float_tensor(x) and d is not None
                     else x
                     for x, d in zip(leaves, tl)
