@@ -108,6 +108,25 @@ def check_grads(
         gradcheck asks for double), the inputs' own for numpy. "native" checks
         in the inputs' precision; :func:`check_precision` judges a
         low-precision gradient against float64 instead.
+    compiled : bool or str
+        Also check ``torch.compile(f)``: its Jacobian (from the same unit
+        cotangents) is compared with eager's entry by entry, each judged
+        against the same finite differences, and ``report.compiled`` (a
+        :class:`~gradexplorer.check.compiled.CompiledComparison`) names the
+        side that is wrong at each entry: the compiled gradient (eager right:
+        the check fails there), both, or eager. True compiles with inductor,
+        falling back to ``"aot_eager"`` (and saying so) where inductor fails;
+        a string names the torch.compile backend. Full mode only; a compile
+        error raises :class:`~gradexplorer.CompileError`.
+    opcheck : bool
+        Run ``torch.library.opcheck`` (schema, autograd registration, fake
+        kernel, AOT dispatch) on every torch.library custom operator f calls,
+        on its arguments at this point; ``report.opcheck`` holds the
+        findings, and a failing one fails the check.
+    executor : None, int, concurrent.futures.Executor or map-like callable
+        Spread f's evaluations over workers (see :func:`numeric_jacobian`):
+        ``executor=4`` for four local processes, a dask client's
+        ``get_executor()``, the builtin ``map``; f's inputs must be on the CPU.
 
     Returns
     -------
@@ -124,6 +143,8 @@ def check_grads(
     >>> r = check_grads(lambda p, x: anp.sum(anp.tanh(p["W"] @ x + p["b"])), params, anp.ones(3))
     >>> r.passed, list(r.column_blocks)
     (True, ["p['W']", "p['b']", 'x'])
+    >>> check_grads(lambda x: anp.tanh(x), anp.ones(3), executor=map).passed
+    True
     """
     if order not in (1, 2):
         raise ValueError(f"order must be 1 or 2; got {order!r}.")
