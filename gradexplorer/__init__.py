@@ -57,6 +57,7 @@ from .check import (
 )
 from .core import tree
 from .errors import (
+    CompileError,
     ComplexStepError,
     DisconnectedInputError,
     DisconnectedInputWarning,
@@ -117,5 +118,5 @@ __all__ = [
     "GradExplorerError", "GradientError", "DisconnectedInputError",
     "DisconnectedInputWarning", "NullTypeGradError", "GradUndefinedError",
     "JacobianTooLargeError", "NonFiniteWarning", "NotDeterministicError",
-    "InputMutationError", "ComplexStepError", "tree", *_LAZY,
+    "InputMutationError", "ComplexStepError", "CompileError", "tree", *_LAZY,
 ]  # fmt: skip

@@ -19,6 +19,7 @@ __all__ = [
     "NotDeterministicError",
     "InputMutationError",
     "ComplexStepError",
+    "CompileError",
 ]
 
 
@@ -124,3 +125,8 @@ class ComplexStepError(GradExplorerError, ValueError):
     def __init__(self, message: str, reason: str = ""):
         super().__init__(message)
         self.reason = reason or message
+
+
+class CompileError(GradExplorerError, RuntimeError):
+    """``check_grads(..., compiled=True)``: ``torch.compile`` failed on a function
+    that runs eagerly (graph breaks are no failure: a compile error is)."""

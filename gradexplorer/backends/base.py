@@ -95,6 +95,12 @@ class Capabilities:
     devices: bool = False
     #: it can map f over a leading batch axis (``vmap``)
     batching: bool = False
+    #: it compiles f (``compile_function``: torch.compile), so a compiled gradient
+    #: can be checked beside the eager one
+    compiling: bool = False
+    #: it has registered custom operators with a checker of their registration
+    #: (``custom_op_calls`` and ``opcheck``: torch.library)
+    custom_ops: bool = False
 
 
 @dataclass

@@ -18,11 +18,13 @@ import numpy as onp
 from ..backends import opened
 from ..core.guards import keeping_random_state
 from ..core.tree import Leaf
+from ..fd.executors import opened_executor
 from ..fd.steps import METHODS
+from .extended import check_extended
 from .fast import fast_check
 from .full import full_check
 from .judging import validate_tolerance
-from .options import DEFAULT_MAX_NAMED, Options, choose_mode
+from .options import DEFAULT_MAX_NAMED, Options, choose_mode, compile_backend
 from .problem import Problem, as_rng, build_problem, on_device
 from .report import Blocks, CheckReport, Outcome
 
@@ -48,6 +50,9 @@ def check_grads(
     backend: str | None = None,
     precision: str | None = None,
     max_named: int = DEFAULT_MAX_NAMED,
+    compiled: bool | str = False,
+    opcheck: bool = True,
+    executor: Any = None,
     **kwargs: Any,
 ) -> CheckReport:
     """Check f's derivatives against finite differences, entry by entry.
@@ -103,6 +108,25 @@ def check_grads(
         gradcheck asks for double), the inputs' own for numpy. "native" checks
         in the inputs' precision; :func:`check_precision` judges a
         low-precision gradient against float64 instead.
+    compiled : bool or str
+        Also check ``torch.compile(f)``: its Jacobian (from the same unit
+        cotangents) is compared with eager's entry by entry, each judged
+        against the same finite differences, and ``report.compiled`` (a
+        :class:`~gradexplorer.check.compiled.CompiledComparison`) names the
+        side that is wrong at each entry: the compiled gradient (eager right:
+        the check fails there), both, or eager. True compiles with inductor,
+        falling back to ``"aot_eager"`` (and saying so) where inductor fails;
+        a string names the torch.compile backend. Full mode only; a compile
+        error raises :class:`~gradexplorer.CompileError`.
+    opcheck : bool
+        Run ``torch.library.opcheck`` (schema, autograd registration, fake
+        kernel, AOT dispatch) on every torch.library custom operator f calls,
+        on its arguments at this point; ``report.opcheck`` holds the
+        findings, and a failing one fails the check.
+    executor : None, int, concurrent.futures.Executor or map-like callable
+        Spread f's evaluations over workers (see :func:`numeric_jacobian`):
+        ``executor=4`` for four local processes, a dask client's
+        ``get_executor()``, the builtin ``map``; f's inputs must be on the CPU.
 
     Returns
     -------
@@ -119,6 +143,8 @@ def check_grads(
     >>> r = check_grads(lambda p, x: anp.sum(anp.tanh(p["W"] @ x + p["b"])), params, anp.ones(3))
     >>> r.passed, list(r.column_blocks)
     (True, ["p['W']", "p['b']", 'x'])
+    >>> check_grads(lambda x: anp.tanh(x), anp.ones(3), executor=map).passed
+    True
     """
     if order not in (1, 2):
         raise ValueError(f"order must be 1 or 2; got {order!r}.")
@@ -132,9 +158,13 @@ def check_grads(
         raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
     if not isinstance(max_named, (int, onp.integer)) or max_named < 1:
         raise ValueError(f"max_named must be an int >= 1; got {max_named!r:.40}.")
+    if not isinstance(opcheck, bool):
+        raise TypeError(f"opcheck must be True or False; got {opcheck!r:.40}.")
+    compile_as = compile_backend(compiled)
     gen = as_rng(rng)
     with (
         keeping_random_state(reseed is not None),
+        opened_executor(executor) as executor,
         opened(f, args, kwargs, wrt, backend=backend, precision=precision) as (system, prep),
     ):
         p = build_problem(prep.f, prep.args, prep.kwargs, prep.wrt, reseed=reseed, backend=system)
@@ -142,7 +172,10 @@ def check_grads(
         p.step = step
         p.steps(method)  # validates step now, with a clear message
         opts = Options(method, atol, rtol, gen, 1, max_named=max_named)
-        return check_problem(p, opts, mode=mode, order=order)
+        return check_extended(
+            p, opts, check_problem, mode=mode, order=order, compiled=compile_as,
+            opcheck=opcheck, executor=executor,
+        )  # fmt: skip
 
 
 def check_problem(p: Problem, opts: Options, *, mode: str = "auto", order: int = 1) -> CheckReport:

@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 import numpy as onp
 
-__all__ = ["Options", "DEFAULT_MAX_NAMED", "choose_mode", "AUTO_FAST_ENTRIES", "AUTO_FAST_INPUTS"]
+__all__ = [
+    "Options", "DEFAULT_MAX_NAMED", "choose_mode", "AUTO_FAST_ENTRIES", "AUTO_FAST_INPUTS",
+    "compile_backend",
+]  # fmt: skip
 
 #: Wrong entries a fast check names by default (it counts all it finds).
 DEFAULT_MAX_NAMED = 32
@@ -55,3 +58,23 @@ def choose_mode(mode: str, n: int, m: int) -> tuple[str, str]:
             "mode='full' judges every entry"
         )
     return "full", f"auto chose full mode: {m:,} x {n:,} entries, every one judged"
+
+
+def compile_backend(compiled: object) -> tuple[bool, str | None]:
+    """``compiled=`` as (compare?, torch.compile backend or None for inductor with
+    an aot_eager fallback).
+
+    >>> compile_backend(False), compile_backend(True), compile_backend("aot_eager")
+    ((False, None), (True, None), (True, 'aot_eager'))
+    """
+    if compiled is False or compiled is None:
+        return False, None
+    if compiled is True:
+        return True, None
+    if isinstance(compiled, str) and compiled:
+        return True, compiled
+    raise TypeError(
+        f"compiled must be True (torch.compile with inductor, falling back to aot_eager "
+        f"where inductor fails), False, or a torch.compile backend name such as "
+        f"'aot_eager'; got {compiled!r:.40}."
+    )

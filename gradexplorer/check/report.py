@@ -256,6 +256,12 @@ class CheckReport:
     mode_reason: str = ""
     #: the Taylor-remainder test run to settle what finite differences left open
     taylor: Any = field(default=None, repr=False)
+    #: the compiled gradient beside eager's (``compiled=True``): a
+    #: :class:`~gradexplorer.check.compiled.CompiledComparison`
+    compiled: Any = field(default=None, repr=False)
+    #: registration checks of the custom operators f calls: an
+    #: :class:`~gradexplorer.check.opcheck.OpcheckReport`
+    opcheck: Any = field(default=None, repr=False)
     #: where f was evaluated (``"cpu"``, ``"cuda:0"``, a jax device ``"gpu:0"``)
     device: str = "cpu"
     #: host <-> device copies the finite differences made (0 on the host)

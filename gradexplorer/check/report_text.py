@@ -34,6 +34,11 @@ def status(r: Any) -> str:
             else "see the notes"
         )
     n = r.wrong_count
+    found = getattr(r, "opcheck", None)
+    if n == 0 and found is not None and not found.passed:
+        from .opcheck import opcheck_status
+
+        return f"FAILED: {opcheck_status(found)}"
     first = r.first_order
     if n == 0 and first is not None and first.outcome is Outcome.FAILED:
         return f"FAILED: first order, {first.status.removeprefix('FAILED: ')}"
@@ -55,6 +60,11 @@ def headline(r: Any) -> str:
         parts.append(plural(len(r.kinks), "entry at a kink", "entries at kinks"))
     if r.not_checked:
         parts.append(f"{len(r.not_checked)} not checked")
+    found = getattr(r, "opcheck", None)
+    if found is not None and not found.passed:
+        from .opcheck import opcheck_status
+
+        parts.append(opcheck_status(found))
     return (
         f"{r.checker}({r.function}) {r.outcome}: {_WHAT.get(r.order, r.order)}, "
         f"{m} x {n} ({r.mode} mode, {r.method} FD, {r.dtype}{_where(r)}); "
@@ -103,6 +113,10 @@ def text(r: Any) -> str:
             lines.append(f"    ... and {len(r.kinks) - 5} more")
     if r.taylor is not None:
         lines.append(f"  Taylor test: {r.taylor.summary()}")
+    # compiled=True; the custom operators f calls
+    for extra in (getattr(r, "compiled", None), getattr(r, "opcheck", None)):
+        if extra is not None:
+            lines.extend(f"  {ln}" for ln in extra.lines())
     lines.append(
         "  tolerance per entry: |analytic - numeric| <= FD error estimate"
         f" + {r.rtol:.1e}·|value|" + (f" + {r.atol:.1e}" if r.atol else "")
@@ -140,6 +154,9 @@ def html_report(r: Any) -> str:
     )
     notes = [f"inconclusive: {html.escape(r.inconclusive)}"] if r.inconclusive else []
     notes += [html.escape(n) for n in r.notes]
+    for extra in (getattr(r, "compiled", None), getattr(r, "opcheck", None)):
+        if extra is not None:
+            notes.append("<br>".join(html.escape(ln) for ln in extra.lines()))
     notes += [f"not checked: {html.escape(lb)} ({html.escape(why)})" for lb, why in r.not_checked]
     items = "".join(f"<li>{n}</li>" for n in notes)
     return (

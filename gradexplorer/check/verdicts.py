@@ -60,13 +60,15 @@ _CODES = {v: k for k, v in enumerate(_ORDER)}
 
 class Comparison(str, enum.Enum):
     """What was compared: reverse mode (a VJP row), forward mode (a JVP column),
-    a rule with itself (a VJP/JVP not linear in its cotangent/tangent), or a
-    whole block's Taylor remainder."""
+    a rule with itself (a VJP/JVP not linear in its cotangent/tangent), a
+    whole block's Taylor remainder, or the compiled function's reverse mode."""
 
     VJP = "vjp"
     JVP = "jvp"
     LINEARITY = "linearity"
     TAYLOR = "taylor"
+    #: the compiled function's reverse mode (``check_grads(..., compiled=True)``)
+    COMPILED = "compiled"
 
     def __str__(self) -> str:
         return self.value

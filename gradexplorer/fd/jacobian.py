@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,7 @@ from ..core.outputs import output_layout
 from ..core.tree import Leaf
 from .complexstep import complex_step_derivatives, complex_step_jacobian
 from .directional import directional_derivatives, exact_steps
+from .executors import opened_executor, spread
 from .noise import NoiseModel, probe_noise
 from .realmap import RealMap
 from .reasons import Unresolvable
@@ -153,7 +153,7 @@ def numeric_jacobian(
     method: str = "richardson",
     step: Any = None,
     vectorized: bool = False,
-    executor: Executor | None = None,
+    executor: Any = None,
     reseed: int | None = None,
     backend: str | None = None,
     precision: str | None = None,
@@ -178,8 +178,14 @@ def numeric_jacobian(
         Default: per dtype and per element magnitude (:func:`default_step`).
     vectorized : bool
         f maps a leading batch axis: the perturbed points go in one call.
-    executor : concurrent.futures.Executor, optional
-        Evaluate the perturbed points in parallel (process pool, dask, ...).
+    executor : None, int, concurrent.futures.Executor or map-like callable
+        Evaluate the perturbed points in parallel: an int starts that many
+        local processes (and shuts them down after); an Executor is used as
+        it is (a process pool, dask's ``Client.get_executor()``, mpi4py's
+        ``MPIPoolExecutor``); a callable shaped like ``map(fn, iterable)``
+        (``pool.map`` of a ``multiprocessing.Pool``) is wrapped to look like
+        one. Process pools need f defined at module level (dask pickles
+        closures too).
     reseed : int, optional
         Re-seed numpy's global random generator before every call of f, for
         functions that draw random numbers inside.
@@ -202,10 +208,21 @@ def numeric_jacobian(
     True
     >>> bool(np.all(r.error < 1e-10)), r.unresolved
     (True, ())
+
+    Parallel evaluation, e.g. on a dask cluster (``executor=4`` for four
+    local processes):
+
+    >>> from distributed import Client  # doctest: +SKIP
+    >>> with Client() as client:  # doctest: +SKIP
+    ...     r = numeric_jacobian(np.sin, np.ones(100), executor=client.get_executor())
+    >>> numeric_jacobian(np.sin, np.ones(3), executor=map).nfev == numeric_jacobian(
+    ...     np.sin, np.ones(3)).nfev
+    True
     """
     check_callable(f)
     _check_method(method)
     with (
+        opened_executor(executor) as executor,
         opened(f, args, kwargs, wrt, backend=backend, precision=precision) as (system, prep),
         keeping_random_state(reseed is not None),
     ):
@@ -287,28 +304,8 @@ def _col_label(specs: Sequence[Leaf], j: int) -> str:
     return _row_label(specs, j)
 
 
-def _evaluator(gmap: RealMap, vectorized: bool, executor: Executor | None):
+def _evaluator(gmap: RealMap, vectorized: bool, executor: Any):
     """A function from a (k, N) array of points to a (k, m) array of values."""
     if vectorized:
         return gmap.vectorized
-    if executor is None:
-        return gmap.batch
-
-    def run(V):
-        chunks = onp.array_split(V, max(1, min(len(V), 4 * _workers(executor))))
-        try:
-            return onp.vstack(list(executor.map(gmap.batch, chunks)))
-        except Exception as exc:
-            if "pickle" in str(exc).lower() or "Can't get local" in str(exc):
-                raise TypeError(
-                    f"executor could not ship f to its workers ({exc}). Define f at module "
-                    "level (not a lambda or closure) for process pools, or use a thread "
-                    "pool or dask (which pickles closures)."
-                ) from exc
-            raise
-
-    return run
-
-
-def _workers(executor: Executor) -> int:
-    return int(getattr(executor, "_max_workers", 0) or 4)
+    return spread(gmap.batch, executor, gmap.layout.real_size)

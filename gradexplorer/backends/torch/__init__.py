@@ -25,7 +25,9 @@ from .arrays import (
     to_array,
     to_numpy,
 )
+from .compiled import compile_function
 from .device import device_kit
+from .opcheck import custom_op_calls, opcheck
 from .recording import (
     definition_site,
     op_eval,
@@ -42,10 +44,17 @@ __all__ = [
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
     "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "device_kit",
-    "nondifferentiable_outputs", "operators",
+    "nondifferentiable_outputs", "operators", "compile_function", "custom_op_calls", "opcheck",
 ]  # fmt: skip
 
-capabilities = Capabilities(eager_record=True, operators=True, devices=True, batching=True)
+capabilities = Capabilities(
+    eager_record=True,
+    operators=True,
+    devices=True,
+    batching=True,
+    compiling=True,
+    custom_ops=True,
+)
 name = "torch"
 vjp = trace_vjp
 
