@@ -1,4 +1,5 @@
-"""Command line: ``python -m gradexplorer check MODULE:FUNCTION --shape 3,4``.
+"""Command line: ``python -m gradexplorer check MODULE:FUNCTION --shape 3,4``
+(``python -m gradexplorer --version`` prints the version).
 
 Checks the function's derivatives at a standard normal point (seeded), prints
 the report and, when a derivative is wrong, the operation and line that made
@@ -31,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m gradexplorer",
         description="Check the derivatives of numpy code written with autograd.",
     )
+    p.add_argument(
+        "--version", action="version", version=f"gradexplorer {version()}", help="print the version"
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("check", help="check a function's gradient at a random point")
     c.add_argument("target", help="MODULE:FUNCTION (a dotted module or a path/to/file.py)")
@@ -46,6 +50,20 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--png", help="also write the error heatmap to this PNG file")
     c.add_argument("--mode", choices=["auto", "full", "fast"], default="auto")
     return p
+
+
+def version() -> str:
+    """The installed distribution's version (the package's own when run from a
+    source tree that was never installed); tests/test_build.py checks it."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("gradexplorer")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
 
 
 def _shape(text: str) -> tuple[int, ...]:

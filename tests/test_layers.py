@@ -3,6 +3,7 @@
 Layers, bottom up (a module may import its own layer and lower ones only):
 
     errors < core < backends < (ad, fd, gallery) < check < locate < display < explorer
+    < results
 
 The one upward call allowed: a result's ``_repr_png_``/``plot()`` hands itself
 to ``gradexplorer.display.render``, imported inside the function.
@@ -27,6 +28,7 @@ RANK = {
     "display": 6,
     "explorer": 7,
     "__init__": 9,
+    "results": 8,
     "__main__": 9,
 }
 #: Only these layers may import an AD library itself (the gallery is user code).

@@ -24,7 +24,8 @@ def test_import_loads_no_display_library_nor_torch_nor_jax():
 
 def _norm(req: str) -> str:
     name = re.split(r"[<>=!\[ ;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
-    return {"pytorch": "torch"}.get(name, name)  # conda-forge's name for torch
+    # conda-forge's names for torch and build
+    return {"pytorch": "torch", "python-build": "build"}.get(name, name)
 
 
 def test_environment_yml_matches_pyproject():

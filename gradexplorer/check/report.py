@@ -337,6 +337,18 @@ class CheckReport:
             raise GradientError(report=self, message=str(self))
         return self
 
+    def to_dict(self, *, max_entries: int = 10_000) -> dict:
+        """The report as JSON-ready data (see :mod:`gradexplorer.check.report_json`)."""
+        from .report_json import report_dict
+
+        return report_dict(self, max_entries=max_entries)
+
+    def to_json(self, *, max_entries: int = 10_000, indent: int | None = 1) -> str:
+        """The report as strict JSON text: non-finite numbers as ``"nan"``/``"inf"``."""
+        from .report_json import report_json
+
+        return report_json(self, max_entries=max_entries, indent=indent)
+
     def plot(self, fig: Any = None):
         """Draw analytic | numeric | difference | violation (needs matplotlib)."""
         from ..display import render
