@@ -19,8 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout's package, also without `pip install -e`
 # the executed pages' kernels import the same package
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-# matplotlib inside the executed pages draws into files, never a window
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 import gradexplorer  # noqa: E402
 

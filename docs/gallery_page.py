@@ -28,6 +28,7 @@ and its largest difference from the hand-derived Jacobian. Open any of them live
 ```{code-cell} ipython3
 :tags: [remove-cell]
 
+%matplotlib inline
 import gradexplorer as gx
 import numpy as np
 
