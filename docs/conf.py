@@ -70,3 +70,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 import gallery_page  # noqa: E402
 
 gallery_page.write(Path(__file__).with_name("gallery.md"))
+
+
+def _no_widget_state(app, pagename, *args):
+    """Leave out the widget state myst-nb would embed for a page's explorers: without a
+    widget manager (which would come from a CDN) nothing reads it, and an explorer's
+    state holds every view's numbers (~1 MB a notebook)."""
+    pages = getattr(app.env, "nb_metadata", {})
+    pages.get(pagename, {}).get("js_files", {}).pop("ipywidgets_state", None)
+
+
+def setup(app):
+    app.connect("html-page-context", _no_widget_state, priority=100)  # before myst-nb's
