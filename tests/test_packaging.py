@@ -1,4 +1,5 @@
-"""Packaging contracts: light imports, one dependency list, README and CI agree."""
+"""Packaging contracts: light imports, one dependency list, README and CI agree, the README's
+links lead somewhere."""
 
 import json
 import re
@@ -55,6 +56,23 @@ def test_readme_opens_with_two_commands_and_ci_runs_the_second():
     assert "jupyter lab" in cmds[0] and "notebooks/00_tour.ipynb" in cmds[0]
     assert "pytest" in cmds[1] and ".venv" in cmds[1]
     assert cmds[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_builds_the_docs_as_ci_does():
+    text = (ROOT / "README.md").read_text()
+    (cmd,) = re.findall(r"`([^`]*-m sphinx[^`]*)`", text)
+    assert cmd.endswith("docs docs/_build/html") and " -W " in cmd, cmd
+    assert cmd in (ROOT / ".ci" / "run").read_text()
+    assert "docs/_build/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_readme_links_and_pictures_are_in_the_repository():
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#]+)\)", text)
+    local = [t for t in targets if not re.match(r"[a-z]+:", t)]
+    assert local, "the README links nothing of its own"
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, missing
 
 
 def test_display_names_load_lazily_from_the_package():

@@ -174,9 +174,9 @@ def plot_landscape(
     fig : matplotlib Figure, optional
         Drawn on (cleared first); a new 8.6 in wide ``Figure`` otherwise.
     direction : array_like, optional
-        The slice's direction d (normalised); default the steepest descent -∇f/|∇f|.
+        The slice's direction d (normalised); default the steepest descent ``-∇f/|∇f|``.
     span : float, optional
-        Half-width of the box / interval / slice; default from |x| and f's curvature.
+        Half-width of the box / interval / slice; default from ``|x|`` and f's curvature.
     step : float, optional
         The finite-difference step h of the secants (R -> R); default 0.1 x the interval.
 

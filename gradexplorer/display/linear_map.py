@@ -96,7 +96,7 @@ def plot_linear_map(
         side and (Re, Im) of entry 0 for a complex one; an int picks (Re, Im)
         of that complex entry.
     radius : float, optional
-        The circle's radius; default 0.25 x max(1, |x| in the chosen coordinates).
+        The circle's radius; default ``0.25 x max(1, |x|)`` in the chosen coordinates.
     fig : matplotlib Figure, optional
         Drawn on (cleared first); a new 8.6 in wide ``Figure`` otherwise.
 

@@ -61,7 +61,7 @@ class CheckArtists:
 
 
 def plot_check(report: Any, fig: Any = None) -> Figure:
-    """analytic | numeric | |difference| | violation, for a CheckReport.
+    """analytic, numeric, ``|difference|`` and violation, for a CheckReport.
 
     Analytic and numeric share one signed scale; the difference is on a log
     scale; the violation (difference / allowed error) has the pass/fail line

@@ -20,7 +20,7 @@ def plot_step_sweep(
     steps: Any = None,
     **options: Any,
 ) -> dict:
-    """|FD estimate - analytic| of one entry against the step, log–log.
+    """``|FD estimate - analytic|`` of one entry against the step, log–log.
 
     Forward, central and Richardson differences (and the complex step when f
     takes complex input safely) across steps 1e-16..1e-1 show the truncation
