@@ -1,0 +1,328 @@
+"""gradexplorer on a GPU, beside torch's gradcheck and jax's check_grads, in one run.
+
+A GPU machine runs this in one go (no pytest, no network; under ~5 minutes)::
+
+    python bench/gpu.py                     # CUDA: every probe, table to bench/gpu.md
+    python bench/gpu.py --device cpu --small   # the same probes on the CPU, small sizes
+
+Each probe plants a known bug (or none) in code that runs on the device — a Triton
+kernel, a CUDA ``autograd.Function``, a jax ``custom_vjp`` — and records what each
+checker says and how long it took. A probe that crashes is a row that says so: the
+table is the evidence, whatever it shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import gradexplorer as gx  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROWS: list[dict] = []
+
+
+def probe(name: str, expected: str):
+    """Run the decorated probe now; its dict (or its crash) becomes a row."""
+
+    def run(fn: Callable[[], dict]) -> None:
+        started = time.perf_counter()
+        try:
+            row = fn()
+        except Exception as exc:  # a crash is a finding, not an end
+            row = {"gx": f"CRASH {type(exc).__name__}: {str(exc)[:120]}"}
+            traceback.print_exc()
+        row = {"probe": name, "truth": expected, **row}
+        row.setdefault("wall_s", round(time.perf_counter() - started, 2))
+        ROWS.append(row)
+        print(json.dumps(row), flush=True)
+
+    return run
+
+
+def timed(fn: Callable):
+    started = _sync() or time.perf_counter()
+    out = fn()
+    _sync()
+    return out, time.perf_counter() - started
+
+
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def entries(report) -> str:
+    """The wrong entries a report names, as (row, col) pairs."""
+    found = sorted({(e.row, e.col) for e in report.mismatches})
+    more = f" (+{report.wrong_count - len(found)})" if report.wrong_count > len(found) else ""
+    return f"{report.outcome.value} at {found[:4]}{more}"
+
+
+def gradcheck(f, x, **kw) -> str:
+    try:
+        x = x.detach().requires_grad_(True)
+        ok = torch.autograd.gradcheck(f, (x,), raise_exception=False, **kw)
+        return "passed" if ok else "failed"
+    except Exception as exc:
+        return f"raised {type(exc).__name__}"
+
+
+# ---------------------------------------------------------------- planted bugs
+
+
+def elementwise_function(wrong_at: int | None, factor: float):
+    """softplus as an autograd.Function whose backward is ``factor`` off at one entry."""
+
+    class Softplus(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.nn.functional.softplus(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            grad = g * torch.sigmoid(x)
+            if wrong_at is not None:
+                grad = grad.clone()
+                grad.view(-1)[wrong_at] *= factor
+            return grad
+
+    return Softplus.apply
+
+
+def triton_softplus(wrong_at: int | None, factor: float):
+    """softplus forward and backward as Triton kernels (the backward one entry off)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def fwd(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + i, mask=i < n)
+        y = tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(x)))
+        tl.store(y_ptr + i, y, mask=i < n)
+
+    @triton.jit
+    def bwd(x_ptr, g_ptr, out_ptr, n, wrong, factor, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + i, mask=i < n)
+        g = tl.load(g_ptr + i, mask=i < n)
+        d = g / (1.0 + tl.exp(-x))
+        d = tl.where(i == wrong, d * factor, d)
+        tl.store(out_ptr + i, d, mask=i < n)
+
+    class TritonSoftplus(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x = x.contiguous()
+            y = torch.empty_like(x)
+            fwd[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
+            ctx.save_for_backward(x)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            out = torch.empty_like(x)
+            k = -1 if wrong_at is None else wrong_at
+            bwd[(triton.cdiv(x.numel(), 256),)](
+                x, g.contiguous(), out, x.numel(), k, factor, BLOCK=256
+            )
+            return out
+
+    return TritonSoftplus.apply
+
+
+# ---------------------------------------------------------------- the probes
+
+
+def run_probes(device: str, small: bool) -> None:
+    n_kernel, n_big = 300, (2_000 if small else 1_000_000)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    x300 = torch.randn(n_kernel, generator=gen, dtype=torch.float64).to(device)
+
+    def kernel_rows(make, label):
+        for wrong in (None, 137):
+            f = make(wrong, 1.001)  # 0.1% off at one entry of 300
+
+            @probe(
+                f"{label} {'wrong (1 entry of 300, 0.1%)' if wrong else 'right'}",
+                "FAILED at [(137, 137)]" if wrong else "PASSED",
+            )
+            def _(f=f):
+                report, t = timed(lambda: gx.check_grads(f, x300))
+                return {
+                    "gx": entries(report),
+                    "gx_s": round(t, 2),
+                    "device": report.device,
+                    "copies": report.copies,
+                    "gradcheck": gradcheck(f, x300),
+                }
+
+    if device.startswith("cuda"):
+        try:
+            import triton  # noqa: F401
+
+            kernel_rows(triton_softplus, "Triton kernel")
+        except ImportError:
+            ROWS.append({"probe": "Triton kernel", "gx": "skipped: no triton"})
+    kernel_rows(elementwise_function, f"{device} autograd.Function")
+
+    @probe(f"locate MyFunction.apply on {device}", "culprit: Softplus")
+    def _():
+        loc = gx.locate(elementwise_function(137, 1.01), x300)
+        return {"gx": str(loc).splitlines()[0][:100]}
+
+    for dtype in (torch.bfloat16, torch.float16):
+
+        @probe(f"SDPA {dtype} check_precision", "PASSED")
+        def _(dtype=dtype):
+            q, k, v = (torch.randn(1, 2, 16, 32, generator=gen).to(device, dtype) for _ in range(3))
+            sdpa = torch.nn.functional.scaled_dot_product_attention
+            report, t = timed(lambda: gx.check_precision(sdpa, q, k, v))
+            headline = str(report).splitlines()[0][:90]
+            return {"gx": report.outcome.value, "gx_s": round(t, 2), "note": headline}
+
+    @probe("naive fp16 softmax check_precision", "FAILED")
+    def _():
+        x = (6 * torch.randn(64, generator=gen)).to(device, torch.float16)
+        naive = lambda x: torch.exp(x) / torch.exp(x).sum()  # noqa: E731
+        report, t = timed(lambda: gx.check_precision(naive, x))
+        return {"gx": report.outcome.value, "gx_s": round(t, 2)}
+
+    @probe("atomics backward (index_add, float32)", "spread reported, not FAILED")
+    def _():
+        idx = torch.randint(0, 8, (4096,), generator=gen).to(device)
+        w = torch.randn(8, 16, generator=gen).to(device)
+
+        def f(w):
+            return torch.nn.functional.embedding(idx, w).sum(0) * 1.5
+
+        report, t = timed(lambda: gx.check_grads(f, w, precision="native"))
+        return {
+            "gx": report.outcome.value,
+            "gx_s": round(t, 2),
+            "spread": report.backward_spread,
+        }
+
+    big = torch.randn(n_big, generator=gen, dtype=torch.float64).to(device)
+    wrong_big = elementwise_function(n_big // 3, 1.01)
+
+    @probe(f"fast check, {n_big:.0e} inputs, 1 wrong entry (1%)", f"FAILED at {n_big // 3}")
+    def _():
+        report, t = timed(lambda: gx.check_grads(wrong_big, big, mode="fast"))
+        return {
+            "gx": entries(report),
+            "gx_s": round(t, 2),
+            "passes": report.ngrad,
+            "device": report.device,
+            "copies": report.copies,
+        }
+
+    @probe(f"gradcheck fast_mode, {n_big:.0e} inputs", "failed")
+    def _():
+        verdict, t = timed(lambda: gradcheck(wrong_big, big, fast_mode=True))
+        return {"gradcheck": verdict, "gradcheck_s": round(t, 2)}
+
+    n_slow = 2_000
+
+    @probe(f"gradcheck slow mode, {n_slow} inputs (10^6: a dense 10^12 Jacobian)", "failed")
+    def _():
+        x = big[:n_slow].clone()
+        f = elementwise_function(n_slow // 3, 1.01)
+        verdict, t = timed(lambda: gradcheck(f, x))
+        return {"gradcheck": verdict, "gradcheck_s": round(t, 2)}
+
+    jax_probes(n_big, device)
+
+
+def jax_probes(n_big: int, device: str) -> None:
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        from jax.test_util import check_grads as jax_check_grads
+    except ImportError:
+        ROWS.append({"probe": "jax", "gx": "skipped: no jax"})
+        return
+    platform_ = "gpu" if device.startswith("cuda") else "cpu"
+    where = jax.devices(platform_)[0]
+    wrong_at = n_big // 3
+
+    @jax.custom_vjp
+    def softplus(x):
+        return jnp.logaddexp(x, 0.0)
+
+    def fwd(x):
+        return softplus(x), x
+
+    def bwd(x, g):
+        d = g * jax.nn.sigmoid(x)
+        return (d.at[wrong_at].multiply(1.01),)
+
+    softplus.defvjp(fwd, bwd)
+    x = jax.device_put(jnp.asarray(np.random.default_rng(0).standard_normal(n_big)), where)
+
+    @probe(f"jax custom_vjp on {where}, {n_big:.0e} inputs, fast", f"FAILED at {wrong_at}")
+    def _():
+        report, t = timed(lambda: gx.check_grads(softplus, x, mode="fast"))
+        return {"gx": entries(report), "gx_s": round(t, 2), "device": report.device}
+
+    @probe("jax.test_util.check_grads, same", "raises (finds it)")
+    def _():
+        started = time.perf_counter()
+        try:
+            jax_check_grads(softplus, (x,), order=1, modes=("rev",))
+            verdict = "passed (missed)"
+        except AssertionError:
+            verdict = "raised (found)"
+        return {"jax_check_grads": verdict, "jax_s": round(time.perf_counter() - started, 2)}
+
+
+def write(device: str) -> None:
+    name = torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor()
+    header = (
+        f"# gradexplorer on {device} ({name or 'CPU'})\n\n"
+        f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}; `python bench/gpu.py`\n\n"
+    )
+    keys = [
+        "probe", "truth", "gx", "gx_s", "device", "copies", "passes", "gradcheck",
+        "gradcheck_s", "jax_check_grads", "jax_s", "spread",
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for row in ROWS:
+        lines.append("| " + " | ".join(str(row.get(k, "")) for k in keys) + " |")
+    suffix = "" if device.startswith("cuda") else "_cpu"
+    with open(os.path.join(HERE, f"gpu{suffix}.md"), "w") as fh:
+        fh.write(header + "\n".join(lines) + "\n")
+    with open(os.path.join(HERE, f"gpu{suffix}.json"), "w") as fh:
+        json.dump({"device": device, "name": name, "rows": ROWS}, fh, indent=1)
+    print(header + "\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--small", action="store_true", help="small sizes (a smoke run)")
+    opts = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would decide float32 verdicts
+    run_probes(opts.device, opts.small)
+    write(opts.device)
+
+
+if __name__ == "__main__":
+    main()
