@@ -136,3 +136,59 @@ def test_precision_entries_share_the_check_entries_field_names():
     e = r.worst[0]
     assert e.verdict is gx.Verdict.RIGHT and e.in_index == (e.col,) and e.out_index == (e.row,)
     assert r.outcome is gx.Outcome.PASSED and e.reading.startswith("ok")
+
+
+# ---------------------------------------------------------------- an oracle (reference=)
+
+
+class SequentialBackward(torch.autograd.Function):
+    """W @ x whose backward sums the rows one by one in the inputs' low precision
+    (a kernel that accumulates in bf16 where a library accumulates in float32)."""
+
+    @staticmethod
+    def forward(ctx, W, x):
+        ctx.save_for_backward(W, x)
+        return W @ x
+
+    @staticmethod
+    def backward(ctx, g):
+        W, x = ctx.saved_tensors
+        acc = torch.zeros(W.shape[1], dtype=W.dtype)
+        for i in range(W.shape[0]):
+            acc = acc + W[i] * g[i]
+        return g[:, None] * x[None, :], acc
+
+
+def _plain_layer(W, x):
+    return torch.tanh(W @ x).sum()
+
+
+def _sequential_layer(W, x):
+    return torch.tanh(SequentialBackward.apply(W, x)).sum()
+
+
+@pytest.mark.parametrize(("dtype", "rows"), [(torch.bfloat16, 64), (torch.float16, 1024)])
+def test_an_oracle_passes_its_own_kind_and_fails_a_kernel_worse_than_it(dtype, rows):
+    gen = torch.Generator().manual_seed(0)
+    W = torch.randn(rows, 16, generator=gen).to(dtype)
+    x = torch.randn(16, generator=gen).to(dtype)
+    assert gx.check_precision(_plain_layer, W, x, reference=_plain_layer).passed
+    # within the precision's round-off allowance alone, yet several times the oracle's error
+    assert gx.check_precision(_sequential_layer, W, x).passed
+    judged = gx.check_precision(_sequential_layer, W, x, reference=_plain_layer)
+    assert not judged.passed and any("oracle" in note for note in judged.notes)
+    assert {e.in_index[0] for e in judged.mismatches if e.label.split(" / ")[1][0] == "x"}
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"reference": "plain"}, TypeError, "reference"),
+        ({"reference": _plain_layer, "reference_factor": 0}, ValueError, "reference_factor"),
+        ({"reference": _plain_layer, "reference_factor": float("inf")}, ValueError, "positive"),
+    ],
+)
+def test_bad_oracle_options_say_what_was_expected(options, error, match):
+    W, x = torch.ones(2, 3).bfloat16(), torch.ones(3).bfloat16()
+    with pytest.raises(error, match=match):
+        gx.check_precision(_plain_layer, W, x, **options)

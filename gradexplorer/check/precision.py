@@ -23,6 +23,7 @@ first: a precision verdict means nothing for a wrong derivative.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as onp
@@ -36,7 +37,7 @@ from .problem import Problem, as_rng, build_problem, traceable
 from .rules import flat, reverse_rows
 from .verdicts import Verdict, failing_verdict
 
-__all__ = ["check_precision", "ROUNDOFF_UNITS", "CONDITIONING_SAFETY", "SAMPLES"]
+__all__ = ["check_precision", "ROUNDOFF_UNITS", "CONDITIONING_SAFETY", "SAMPLES", "ORACLE_FACTOR"]
 
 #: Round-off allowed, in eps of the low precision times the block's scale.
 ROUNDOFF_UNITS = 32.0
@@ -44,6 +45,8 @@ ROUNDOFF_UNITS = 32.0
 CONDITIONING_SAFETY = 4.0
 #: Perturbed inputs sampled to measure the reference's conditioning.
 SAMPLES = 4
+#: With an oracle: how many times the oracle's error an entry may have (FlashAttention's 2).
+ORACLE_FACTOR = 2.0
 
 _LOW = ("float16", "bfloat16", "float32", "complex32", "complex64")
 
@@ -55,6 +58,8 @@ def check_precision(
     rng: Any = None,
     backend: str | None = None,
     samples: int = SAMPLES,
+    reference: Callable | None = None,
+    reference_factor: float = ORACLE_FACTOR,
     **kwargs: Any,
 ) -> PrecisionReport:
     """Judge a float32 / float16 / bfloat16 gradient against the same function in float64.
@@ -75,6 +80,16 @@ def check_precision(
         Default: from the arguments.
     samples : int
         Perturbed inputs used to measure the reference's conditioning.
+    reference : callable, optional
+        An oracle, as FlashAttention's tests use one: a plain implementation
+        of the same function, run in the same low precision. Each entry of
+        f's gradient may then err up to ``reference_factor`` times the oracle's
+        largest error in the entry's block (against float64), and
+        one eps of the block's scale at least.
+        Without it, the allowance is the precision's round-off and the
+        problem's measured conditioning.
+    reference_factor : float
+        How many times the oracle's error an entry may have (default 2).
 
     Returns
     -------
@@ -93,6 +108,13 @@ def check_precision(
     (True, 'float32')
     """
     check_callable(f)
+    if reference is not None:
+        check_callable(reference, "reference")
+    if not (isinstance(reference_factor, (int, float)) and 0 < reference_factor < onp.inf):
+        raise ValueError(
+            f"reference_factor must be a positive number (how many times the oracle's error "
+            f"an entry may have); got {reference_factor!r}."
+        )
     gen = as_rng(rng)
     system = get_backend(backend, list(args) + list(kwargs.values()), f)
     with keeping_random_state(False):
@@ -114,10 +136,40 @@ def check_precision(
         with system.session("float64"):
             high = system.prepare(f, tuple(args), dict(kwargs), wrt, "float64")
             p = build_problem(high.f, high.args, high.kwargs, high.wrt, backend=system)
-            reference, spread, ref_check = _reference(p, dtypes, gen, max(1, int(samples)))
+            J, spread, ref_check = _reference(p, dtypes, gen, max(1, int(samples)))
         with system.session("native"):
             analytic, out_dtype = _low_jacobian(p, call_low, dtypes, system)
-    return _judge(p, analytic, reference, spread, dtypes, out_dtype, ref_check, samples)
+            oracle = None
+            if reference is not None:
+                plain = system.prepare(reference, tuple(args), dict(kwargs), wrt, "native")
+                call_plain = bind_prepared(plain, system, constants_ok=True, any_precision=True)
+                oracle = Oracle(_low_jacobian(p, call_plain, dtypes, system)[0], reference_factor)
+    return _judge(p, analytic, J, spread, dtypes, out_dtype, ref_check, samples, oracle)
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """A plain low-precision implementation's Jacobian, and how many times its
+    error an entry may have."""
+
+    jacobian: onp.ndarray
+    factor: float
+
+    def allowed(self, J: onp.ndarray, unit: onp.ndarray, rows, cols) -> onp.ndarray:
+        """Per entry: ``factor`` times the oracle's largest error in the entry's block
+        (output leaf x input leaf), at least one eps of the block's scale. Per block,
+        not per entry: two implementations round each entry differently, so one
+        entry's ratio is chance, while the worst over a block measures the precision."""
+        with onp.errstate(invalid="ignore"):
+            err = onp.abs(self.jacobian - J)
+        out = onp.array(unit, dtype=float)
+        for rs in rows.slices.values():
+            for cs in cols.slices.values():
+                block = err[rs, cs]
+                finite = block[onp.isfinite(block)]
+                worst = float(finite.max()) if finite.size else 0.0
+                out[rs, cs] = onp.fmax(unit[rs, cs], self.factor * worst)
+        return out
 
 
 def _rows(p: Problem, leaves) -> onp.ndarray:
@@ -192,7 +244,7 @@ def _real_of(dtype: str) -> str:
     )
 
 
-def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples) -> PrecisionReport:
+def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples, oracle) -> PrecisionReport:
     rows, cols = p.rows, p.cols
     col_eps = onp.concatenate([onp.full(s.real_size, _eps(d)) for s, d in zip(cols.sides, dtypes)])
     row_eps = onp.full(rows.size, _eps(_real_of(out_dtype)))
@@ -215,6 +267,8 @@ def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples) -> PrecisionR
         err = onp.abs(A - J)
         err = onp.where(onp.isfinite(A), err, onp.inf)
         allowed = ROUNDOFF_UNITS * unit + CONDITIONING_SAFETY * spread
+        if oracle is not None:
+            allowed = oracle.allowed(J, unit, rows, cols)
         violation = onp.where(beyond, onp.nan, err / allowed)
         units = err / unit
         allowed_units = allowed / unit
@@ -264,6 +318,12 @@ def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples) -> PrecisionR
             f"the problem is ill-conditioned in {_real_of(dtypes[0])}: rounding the inputs "
             f"alone moves the float64 Jacobian by up to {cond:.0f} eps of its scale; those "
             "entries are allowed that much."
+        )
+    if oracle is not None:
+        notes.append(
+            f"judged against the oracle given as reference=: each entry may err up to "
+            f"{oracle.factor:g} times the oracle's largest error in its block (output x "
+            "input), and one eps of the block's scale at least."
         )
     low = sorted(set(dtypes) | {out_dtype}, key=_eps, reverse=True)
     return PrecisionReport(
