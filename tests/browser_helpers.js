@@ -72,6 +72,21 @@
     try { return JSON.parse(d.content.data).type; } catch (e) { return '?'; }
   };
   T.kernelQuiet = (ms) => T.kernelIdle() && performance.now() - T.lastMsg > ms;
+  // Save as a user does with Ctrl+S. An explicit save can race JupyterLab's own autosave
+  // of the same notebook (every few seconds here): the server's copy is then newer than
+  // the one the page knows, and JupyterLab asks "File Changed: overwrite or revert?".
+  // Both copies are this page's own, so overwrite, as the user would, and count it.
+  // The autosave that raced can be the one that asks, after the explicit save is done,
+  // so the question is answered whenever it comes.
+  T.overwrites = 0;
+  setInterval(() => {
+    const dialog = document.querySelector('.jp-Dialog');
+    if (!dialog || !dialog.textContent.includes('File Changed')) return;
+    const button = [...dialog.querySelectorAll('button')]
+      .find((b) => b.textContent.trim() === 'Overwrite');
+    if (button) { T.overwrites += 1; button.click(); }
+  }, 100);
+  T.save = () => T.panel().context.save();
 
   T.runAll = () => {
     T.run = { done: false };

@@ -365,7 +365,7 @@ def _reopen_saved(s: Session, root: Path) -> None:
                 '.gx-status [data-state]'); return e ? {...e.dataset} : null; })""",
         )
         s.js(
-            """async () => { const p = __gxt.panel(); await p.context.save();
+            """async () => { const p = __gxt.panel(); await __gxt.save();
                 await p.sessionContext.shutdown(); p.close(); }"""
         )
         s.wait(
@@ -375,6 +375,9 @@ def _reopen_saved(s: Session, root: Path) -> None:
             timeout=60,
             what=f"{name} to close",
         )
+    overwrites = s.js("() => __gxt.overwrites")
+    if overwrites:
+        s.findings.notes.append(f"{name}: the save raced JupyterLab's autosave ('File Changed')")
     missing = _models_missing_from(root / name)
     s.soft(not missing, "the saved notebook lacks widget models its outputs need", str(missing))
     with s.step(f"open the saved {name} again (a fresh kernel, no cell run)"):
@@ -866,7 +869,7 @@ def _notebook7_examples(s: Session) -> None:
         except AssertionError as exc:  # saved as it is: what the reopened page shows
             s.findings.notes.append(f"nb7: saved before the explorers were done: {exc}")
         s.js(
-            """async () => { const p = __gxt.panel(); await p.context.save();
+            """async () => { const p = __gxt.panel(); await __gxt.save();
                 await p.sessionContext.shutdown(); }"""
         )
         s.open_first(name)
