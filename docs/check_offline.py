@@ -22,8 +22,12 @@ _FETCHED_LINK = re.compile(
 )
 #: Script code can fetch too: any address on a CDN's host, wherever it is written.
 _CDN = re.compile(
-    r"(?:https?:)?//[\w.-]*(?:cdn|unpkg\.com|jsdelivr|googleapis|mathjax)[^\s\"'<>)]*", re.I
+    r"(?<![\w+/])(?:https?:)?//[\w.-]*(?:cdn|unpkg\.com|jsdelivr|googleapis|mathjax)"
+    r"[^\s\"'<>)]*",
+    re.I,
 )
+#: Inline data (a picture as base64) is not an address, whatever its letters spell.
+_DATA_URI = re.compile(r"data:[\w/+.-]+(?:;[\w=.-]+)*,[^\s\"'<>)]*", re.I)
 _CSS = re.compile(r"(?:@import\s+|url\()\s*[\"']?([^\"')\s]+)", re.I)
 _REMOTE = re.compile(r"^(?:https?:)?//", re.I)
 
@@ -47,7 +51,8 @@ def external_loads(site: Path) -> list[str]:
         if path.suffix in (".html", ".css", ".js") and path.is_file():
             rel = path.relative_to(site)
             urls = [u for u in _addresses(path) if _REMOTE.match(u)]
-            urls += [m.group(0) for m in _CDN.finditer(path.read_text(errors="replace"))]
+            text = _DATA_URI.sub("data:", path.read_text(errors="replace"))
+            urls += [m.group(0) for m in _CDN.finditer(text)]
             found += [f"{rel}: {u}" for u in dict.fromkeys(urls)]
     return found
 

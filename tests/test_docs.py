@@ -85,7 +85,9 @@ SITE = {
 <script defer src="https://cdn.example.net/widgets.js"></script>
 <link href="//fonts.googleapis.com/css?family=Inter" rel="stylesheet">
 </head><body><a href="https://anywidget.dev">anywidget</a>
-<img alt="map" src="http://example.org/map.png"></body></html>""",
+<img alt="map" src="http://example.org/map.png">
+<img alt="a plot" src="data:image/png;base64,iVBORw0KGgoAB//360aNECdnZ2Ym//cdnjsdelivr+/=">
+</body></html>""",
     "_static/theme.css": "@import url('https://cdn.example.net/font.css');\n.a{color:red}",
     "_static/local.css": ".b{background:url(_images/x.png)}",
     "_static/app.js": "const ok = 'https://docs.example.org/page';\n"
