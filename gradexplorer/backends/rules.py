@@ -146,6 +146,8 @@ class RuleBackend:
     name = "rules"
     np = onp
     capabilities = Capabilities(numpy_arrays=True)
+    #: the backend whose arrays the rules take (torch, jax), or None for numpy
+    arrays: Any = None
 
     def __init__(
         self,
@@ -170,8 +172,6 @@ class RuleBackend:
     def _host(self, tree: Any) -> Any:
         """The leaves of what a rule returned, as numpy."""
         return tree if self.arrays is None else map_leaves(self.arrays.to_numpy, tree)
-
-    arrays: Any = None
 
     # ------------------------------------------------------------ arrays
 
