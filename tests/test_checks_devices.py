@@ -268,3 +268,31 @@ def test_jax_arrays_are_checked_on_their_own_device():
         timeout=300,
     )
     assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+def test_a_batch_that_rounds_rows_by_position_is_not_used():
+    """A batched matrix product can round each row by its place in the batch (BLAS
+    edge tiles): such samples would carry noise the stencil never sees. The
+    evaluator asks, and evaluates f point by point instead."""
+    from gradexplorer.backends.torch.device import device_kit
+    from gradexplorer.fd.evaluation import DeviceEvaluator
+
+    x0 = torch.linspace(0.1, 1.0, 5, dtype=torch.float64)
+    kit = device_kit(x0)
+    mapped = kit.batched
+
+    def position_rounding(F):
+        run = mapped(F)
+        return lambda X: run(X) + 1e-13 * torch.arange(X.shape[0], dtype=X.dtype)[:, None]
+
+    kit.batched = position_rounding
+    F = torch.sin
+    ev = DeviceEvaluator(F, kit, x0.numpy(), x0_device=x0)
+    h, offsets = np.full(5, 1e-3), np.array([1.0, -1.0])
+    got = ev.to_host(ev.points(None, np.arange(5), None, h, offsets))
+    assert not ev.vectorized
+    want = np.sin(x0.numpy()[None, None, :] + np.zeros((5, 2, 1)))
+    for k in range(5):
+        for o, c in enumerate(offsets):
+            want[k, o, k] = np.sin(x0[k].item() + c * 1e-3)
+    assert np.array_equal(got, want)
