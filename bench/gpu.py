@@ -225,6 +225,26 @@ def run_probes(device: str, small: bool) -> None:
             "spread": report.backward_spread,
         }
 
+    n_dense = 300 if small else 2000
+
+    @probe(f"full check, dense tanh(W x), n = {n_dense}", "PASSED")
+    def _():
+        # a batched matrix product may round each row by its place in the batch; the
+        # evaluator then evaluates point by point (report.copies shows which)
+        W = (torch.randn(n_dense, n_dense, generator=gen, dtype=torch.float64) / n_dense**0.5).to(
+            device
+        )
+        x = torch.randn(n_dense, generator=gen, dtype=torch.float64).to(device)
+        report, t = timed(lambda: gx.check_grads(lambda v: torch.tanh(W @ v), x, mode="full"))
+        verdict, t_gc = timed(lambda: gradcheck(lambda v: torch.tanh(W @ v), x))
+        return {
+            "gx": entries(report),
+            "gx_s": round(t, 2),
+            "copies": report.copies,
+            "gradcheck": verdict,
+            "gradcheck_s": round(t_gc, 2),
+        }
+
     big = torch.randn(n_big, generator=gen, dtype=torch.float64).to(device)
     wrong_big = elementwise_function(n_big // 3, 1.01)
 
