@@ -202,7 +202,6 @@ def test_a_device_without_float64_is_checked_in_float32(monkeypatch):
     assert not gx.check_grads(wrong, torch.linspace(0.1, 1.0, 5)).passed
 
 
-@pytest.mark.skipif(not hasattr(gx, "explore"), reason="no explorer")
 def test_the_explorer_shows_a_device_function():
     pytest.importorskip("ipywidgets")
     f = Recorder()
