@@ -269,29 +269,85 @@ def test_jax_arrays_are_checked_on_their_own_device():
     assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
-def test_a_batch_that_rounds_rows_by_position_is_not_used():
-    """A batched matrix product can round each row by its place in the batch (BLAS
-    edge tiles): such samples would carry noise the stencil never sees. The
-    evaluator asks, and evaluates f point by point instead."""
+def _position_rounding(monkeypatch, size: float, past: int = 0) -> None:
+    """Make torch's batched f round each row past the first ``past`` by its place
+    in the batch (a fixed relative offset up to ``size`` per place), as a batched
+    matrix product's edge tiles do (up to 7e-14 at n = 2000) — but not in the few
+    rows of a noise probe, so that only the stencil sees it."""
+    from gradexplorer.backends.torch import device
+
+    mapped = device.Kit.batched
+
+    def batched(self, F):
+        run = mapped(self, F)
+
+        def rounded(X):
+            gen = torch.Generator().manual_seed(0)
+            place = torch.rand(X.shape[0], generator=gen, dtype=X.dtype) * 2 - 1
+            place[:past] = 0
+            return run(X) * (1 + size * place[:, None])
+
+        return rounded
+
+    monkeypatch.setattr(device.Kit, "batched", batched)
+
+
+def test_a_batch_that_rounds_rows_by_position_reports_its_spread(monkeypatch):
+    """Samples from such a batch carry that rounding: the evaluator measures it
+    (copies of x0 in one batch) and keeps batching."""
     from gradexplorer.backends.torch.device import device_kit
     from gradexplorer.fd.evaluation import DeviceEvaluator
 
+    _position_rounding(monkeypatch, 1e-14)
+    gen = torch.Generator().manual_seed(0)
     x0 = torch.linspace(0.1, 1.0, 5, dtype=torch.float64)
-    kit = device_kit(x0)
-    mapped = kit.batched
-
-    def position_rounding(F):
-        run = mapped(F)
-        return lambda X: run(X) + 1e-13 * torch.arange(X.shape[0], dtype=X.dtype)[:, None]
-
-    kit.batched = position_rounding
-    F = torch.sin
-    ev = DeviceEvaluator(F, kit, x0.numpy(), x0_device=x0)
+    ev = DeviceEvaluator(torch.sin, device_kit(x0), x0.numpy(), x0_device=x0)
     h, offsets = np.full(5, 1e-3), np.array([1.0, -1.0])
     got = ev.to_host(ev.points(None, np.arange(5), None, h, offsets))
-    assert not ev.vectorized
+    assert ev.vectorized
+    place = torch.rand(16, generator=gen, dtype=torch.float64).numpy() * 2 - 1  # 16 rows:
+    gap = np.max(np.abs(place - place[0]))  # x0 and 10 points, padded to a power of two
+    np.testing.assert_allclose(ev.batch_spread, np.sin(x0.numpy()) * 1e-14 * gap, rtol=1e-2)
     want = np.sin(x0.numpy()[None, None, :] + np.zeros((5, 2, 1)))
     for k in range(5):
         for o, c in enumerate(offsets):
             want[k, o, k] = np.sin(x0[k].item() + c * 1e-3)
-    assert np.array_equal(got, want)
+    assert np.all(np.abs(got - want) <= 2 * ev.batch_spread)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_a_check_through_position_rounding_batches_keeps_its_verdict(monkeypatch, wrong):
+    """With rows rounded by position (1e-12 apart, where the noise probes do not
+    see it), a right derivative still passes (it failed, at 1.24x its allowance,
+    before the spread was measured) and a wrong entry is still caught, at its entry."""
+    _position_rounding(monkeypatch, 1e-12, past=32)
+    gen = torch.Generator().manual_seed(3)
+    W = torch.randn(100, 100, generator=gen, dtype=torch.float64) / 100**0.5
+    x = torch.randn(100, generator=gen, dtype=torch.float64)
+
+    class Tanh(torch.autograd.Function):
+        generate_vmap_rule = True  # f is batched like torch.tanh itself
+
+        @staticmethod
+        def forward(v):
+            return torch.tanh(v)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(output)
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            d = 1 - y**2
+            if wrong:
+                d = d.clone()
+                d[7] *= 1 + 1e-6
+            return g * d
+
+    report = gx.check_grads(lambda v: Tanh.apply(W @ v), x, mode="full")
+    if wrong:
+        assert not report.passed
+        assert {e.row for e in report.mismatches} == {7}
+    else:
+        assert report.passed, report

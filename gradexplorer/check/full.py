@@ -250,7 +250,10 @@ def _worst(p, A, N, E, V, verdicts, noise) -> list[Entry]:
     """Up to ten judged entries, the closest to failing first."""
     judged = (verdicts == Verdict.RIGHT.code) | _failing(verdicts)
     score = onp.where(judged & onp.isfinite(V), V, -1.0)
-    order = onp.argsort(-onp.nan_to_num(score, posinf=onp.finfo(float).max), axis=None)[:10]
+    flat = -onp.nan_to_num(score, posinf=onp.finfo(float).max).ravel()
+    # the ten smallest without sorting the whole matrix (4e6 entries at n = 2000)
+    top = onp.argpartition(flat, 9)[:10] if flat.size > 10 else onp.arange(flat.size)
+    order = top[onp.argsort(flat[top], kind="stable")]
     out = []
     for t in order:
         if score.flat[t] < 0:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as onp
 
 from .entry_state import EntryNoise, Sides, kinked
+from .evaluation import Crossing
 from .noise import QUANTUM_STD, NoiseModel
 from .quantum import direction_quantum
 from .reasons import Unresolvable
@@ -156,7 +157,7 @@ def directional_derivatives(
         chunk = max(1, int(2**24 // max(1, x0.size * offsets.size * 8)))
     sample = Sampler(evaluate, x0, columns, vectors, chunk)
     ev, xp = sample.ev, sample.ev.xp
-    dev = _Crossing(ev)
+    dev = Crossing(ev)
     y0_x = dev.put(y0)
     h = onp.asarray(steps, dtype=float).copy()
     all_idx = onp.arange(k)
@@ -168,6 +169,7 @@ def directional_derivatives(
         # that scale is only partly resolved there); the finest probe's scale is deeper
         max_shrink = max(max_shrink, DEEP_SHRINK if noise.max_depth >= 2 else max_shrink + 1)
     nm = EntryNoise(noise, dir_eps, richardson and adapt)
+    nm.include_batch_spread(ev.batch_spread)
     if out_eps is not None:
         # the stencil spans more of f than the noise probes: where its samples along
         # a direction lie on a coarse grid, that grid is the entry's rounding floor
@@ -225,6 +227,7 @@ def directional_derivatives(
     def level(active, hv, grown=False):
         # after level 0, structured entries are judged with their fine-scale noise
         F = sample(active, hv[active], offsets)
+        nm.include_batch_spread(ev.batch_spread)
         return judged(F, hv[active], active, nm.later, track_sides=not grown)
 
     # --- shrink where an entry is inconsistent or truncation-dominated
@@ -258,6 +261,7 @@ def directional_derivatives(
             break
         rescale(hg, active, SHRINK)
         F = sample(active, hg[active], offsets)
+        nm.include_batch_spread(ev.batch_spread)
         lvl = judged(F, hg[active], active, nm.later, track_sides=False)
         better = lvl.consistent & (lvl.err < err[active]) & (lvl.trunc <= BALANCE * lvl.noise)
         better &= ~sides.kink[active]
@@ -286,30 +290,6 @@ def directional_derivatives(
     out.reason[stair & onp.isinf(out.err)] = Unresolvable.STAIRCASE
     out.quantum = q
     return out
-
-
-class _Crossing:
-    """Moves per-entry arrays between the host and the evaluator's device (no-ops
-    on the host)."""
-
-    def __init__(self, ev):
-        self.ev = ev
-        self.host = ev.xp is onp
-
-    def put(self, a):
-        return a if self.host else self.ev.to_device(a)
-
-    def get(self, a):
-        return a if self.host else self.ev.to_host(a)
-
-    def fields(self, obj):
-        """A result dataclass (Combined, OneSided) with every array on the host."""
-        if self.host:
-            return obj
-        for name, value in vars(obj).items():
-            if value is not None and not isinstance(value, (int, float)):
-                setattr(obj, name, self.ev.to_host(value))
-        return obj
 
 
 def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:

@@ -33,6 +33,15 @@ class EntryNoise:
         # f merely has structure finer than the first step, the steps shrink past it
         self.rel = onp.where(noisy & ~self.structured & onp.isfinite(rel), rel, 0.0)
         self.later = onp.where(self.structured, self.resolved, self.level0)
+        self.batch_spread = None  # the batch rounding spread the floor holds already
+
+    def include_batch_spread(self, spread: onp.ndarray | None) -> None:
+        """Samples from a batch that rounds its rows by their position carry that
+        spread (per output, measured by the evaluator) as noise: it floors every
+        entry's noise."""
+        if spread is not None and spread is not self.batch_spread:
+            self.raise_floor(spread[None, :])
+            self.batch_spread = spread
 
     def raise_floor(self, floor: onp.ndarray) -> None:
         """A finer-measured rounding floor per entry (a staircase along a direction)."""

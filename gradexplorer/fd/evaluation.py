@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as onp
 
-__all__ = ["HostEvaluator", "DeviceEvaluator", "as_evaluator"]
+__all__ = ["HostEvaluator", "DeviceEvaluator", "Crossing", "as_evaluator"]
 
 
 class HostEvaluator:
@@ -41,6 +41,7 @@ class HostEvaluator:
 
     xp = onp
     device = "cpu"
+    batch_spread = None  # f runs point by point: no batch to round rows by position
 
     def __init__(self, evaluate: Callable[[onp.ndarray], onp.ndarray], owner: Any = None):
         self.evaluate = evaluate
@@ -107,7 +108,9 @@ class DeviceEvaluator:
     cannot map f), ``device`` (its name).
     Each batch of points is evaluated together with x0 itself, and the
     samples are taken relative to it: a batched call rounds like no other
-    call, but like itself.
+    call, but like itself. Where a batch rounds its rows by their place in
+    it, that spread is measured and reported (:attr:`batch_spread`) as noise
+    of the samples.
     """
 
     def __init__(
@@ -130,7 +133,11 @@ class DeviceEvaluator:
         self._point_cost = time.perf_counter() - started
         self.vectorized = self._batched is not None
         self._post = None  # a map of the samples (projections), on the device
-        self._alike: dict[int, bool] = {}  # batch size -> its rows round alike
+        self._spreads: dict[int, Any] = {}  # batch size -> its rows' spread, per output
+        #: per output (host), the most that identical points differ by their place in a
+        #: batch (a batched matrix product's edge tiles); None while every batch has
+        #: rounded its rows alike
+        self.batch_spread: onp.ndarray | None = None
 
     @property
     def copies(self) -> int:
@@ -156,15 +163,17 @@ class DeviceEvaluator:
         """f at each row of device points X, relative to f(x0) in the same call."""
         xp = self.xp
         outs = []
-        for start in range(0, X.shape[0], self.chunk):
-            part = X[start : start + self.chunk]
+        # a batch is x0 and up to chunk - 1 points: chunk rows, a power of two
+        per_batch = max(1, self.chunk - 1)
+        for start in range(0, X.shape[0], per_batch):
+            part = X[start : start + per_batch]
             if self._batched is not None and self._worth_batching(part.shape[0]):
                 try:
                     padded = self._padded(part)
-                    if self._rows_round_alike(padded.shape[0]):
-                        Y = self._batched(padded)
-                        outs.append(Y[1 : 1 + part.shape[0]] - Y[:1] + self.y0[None])
-                        continue
+                    self._measure_spread(padded.shape[0])
+                    Y = self._batched(padded)
+                    outs.append(Y[1 : 1 + part.shape[0]] - Y[:1] + self.y0[None])
+                    continue
                 except Exception:  # f cannot be mapped over a batch: one point at a time
                     pass
                 self._batched, self.vectorized = None, False
@@ -175,18 +184,22 @@ class DeviceEvaluator:
         Y = xp.concatenate(outs) if outs else xp.zeros((0, self.y0.shape[0]))
         return Y if self._post is None else self._post(Y)
 
-    def _rows_round_alike(self, size: int) -> bool:
-        """Whether f over a batch of ``size`` copies of x0 gives every row the same
-        bits. A batched matrix product can round each row by its position in the
-        batch (a BLAS kernel's edge tiles): samples taken from such a batch carry
-        that rounding as noise the stencil never sees (a false alarm at 1e-13). Such
-        an f is evaluated point by point. Asked once per batch size."""
-        known = self._alike.get(size)
-        if known is None:
-            Y = self._batched(self.kit.repeat(self.x0[None], size))
-            known = bool(self.xp.all(Y == Y[:1]))
-            self._alike[size] = known
-        return known
+    def _measure_spread(self, size: int) -> None:
+        """How far f over a batch of ``size`` copies of x0 (then the projections, if
+        any) spreads its rows. A batched matrix product can round each row by its
+        position in the batch (a BLAS kernel's edge tiles: 5e-13 at n = 2000):
+        samples from such a batch carry that rounding as noise, which the stencil
+        must be told of (it made a false alarm at 1e-12). Asked once per size."""
+        if size in self._spreads:
+            return
+        Y = self._batched(self.kit.repeat(self.x0[None], size))
+        if self._post is not None:
+            Y = self._post(Y)
+        spread = self.xp.max(self.xp.abs(Y - Y[:1]), axis=0)
+        self._spreads[size] = spread = self.to_host(spread)
+        if onp.any(spread > 0):
+            old = self.batch_spread
+            self.batch_spread = spread if old is None else onp.fmax(old, spread)
 
     def _worth_batching(self, rows: int) -> bool:
         return rows * self._point_cost >= self._batch_overhead
@@ -237,8 +250,34 @@ class DeviceEvaluator:
             return xp.concatenate([Y, P], axis=1) if keep else P
 
         out = copy.copy(self)
+        # the projections round in batches of their own: measured anew
+        out._spreads, out.batch_spread = {}, None
         out._post = project if self._post is None else (lambda Y: project(self._post(Y)))
         return out
+
+
+class Crossing:
+    """Moves per-entry arrays between the host and the evaluator's device (no-ops
+    on the host)."""
+
+    def __init__(self, ev):
+        self.ev = ev
+        self.host = ev.xp is onp
+
+    def put(self, a):
+        return a if self.host else self.ev.to_device(a)
+
+    def get(self, a):
+        return a if self.host else self.ev.to_host(a)
+
+    def fields(self, obj):
+        """A result dataclass (Combined, OneSided) with every array on the host."""
+        if self.host:
+            return obj
+        for name, value in vars(obj).items():
+            if value is not None and not isinstance(value, (int, float)):
+                setattr(obj, name, self.ev.to_host(value))
+        return obj
 
 
 def as_evaluator(evaluate: Any) -> Any:

@@ -33,6 +33,8 @@ __all__ = ["output_quantum", "direction_quantum", "lowest_bit", "COARSE_BITS"]
 
 #: A grid this many times the output's own ulp (2 bits) is a staircase, not rounding.
 COARSE_BITS = 4.0
+#: Samples handled at once (the bit arithmetic makes a few copies of them).
+BLOCK = 1 << 21
 
 
 def lowest_bit(d, xp=onp):
@@ -57,9 +59,14 @@ def direction_quantum(samples, y0, out_eps, xp=onp):
     lies on the grid only along directions that leave the smooth term fixed.
     ``xp``: the namespace the samples live in (the result is in it too).
     """
-    if not samples.shape[0]:
-        return xp.zeros((0, y0.shape[0]))
-    return xp.stack([output_quantum(F, y0, out_eps, xp=xp) for F in samples])
+    k, points, m = samples.shape
+    if not k:
+        return xp.zeros((0, m))
+    # a few blocks of directions at a time: the bit arithmetic takes several copies
+    per_block = max(1, BLOCK // max(1, points * m))
+    return xp.concatenate(
+        [_grid(samples[s : s + per_block], y0, out_eps, xp) for s in range(0, k, per_block)]
+    )
 
 
 def output_quantum(samples, y0, out_eps, xp=onp):
@@ -84,21 +91,22 @@ def output_quantum(samples, y0, out_eps, xp=onp):
         (including outputs that did not move at all: no grid to see).
     """
     m = y0.shape[0]
-    F = xp.reshape(samples, (-1, m))
+    return _grid(xp.reshape(samples, (1, -1, m)), y0, out_eps, xp)[0]
+
+
+def _grid(F, y0, out_eps, xp):
+    """The quantum per direction and output of samples ``(k, points, m)``."""
     quiet = onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext()
     with quiet:
-        diff = F - y0[None, :]  # exact for nearby values (Sterbenz)
+        diff = F - y0[None, None, :]  # exact for nearby values (Sterbenz)
         bits = lowest_bit(diff, xp)
         moved = xp.isfinite(bits) & (bits > 0)
-        q = xp.min(xp.where(moved, bits, onp.inf), axis=0)
-        mag = xp.max(xp.where(xp.isfinite(F), xp.abs(F), 0.0), axis=0)
-        mag = xp.maximum(mag, xp.where(xp.isfinite(y0), xp.abs(y0), 0.0))
-        own = (
-            xp.asarray(onp.asarray(out_eps, dtype=float)) * mag
-            if xp is not onp
-            else (onp.asarray(out_eps, dtype=float) * mag)
-        )
+        q = xp.min(xp.where(moved, bits, onp.inf), axis=1)
+        mag = xp.max(xp.where(xp.isfinite(F), xp.abs(F), 0.0), axis=1)
+        mag = xp.maximum(mag, xp.where(xp.isfinite(y0), xp.abs(y0), 0.0)[None, :])
+        eps = onp.asarray(out_eps, dtype=float)
+        own = (xp.asarray(eps) if xp is not onp else eps) * mag
         # two moves at least: a single difference can share trailing zeros by chance
-        enough = xp.sum(xp.where(moved, 1.0, 0.0), axis=0) >= 2
+        enough = xp.sum(xp.where(moved, 1.0, 0.0), axis=1) >= 2
         coarse = enough & xp.isfinite(q) & (q >= COARSE_BITS * own) & (own > 0)
     return xp.where(coarse, q, 0.0)
