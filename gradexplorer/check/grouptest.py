@@ -114,19 +114,22 @@ def _bisect_columns(
     found: list[Entry] = []
     cols_found = 0
 
-    def measure(lo, hi):
+    def measure(lo, hi, sharp=False):
         """Per row: the analytic-minus-numeric gap along d restricted to [lo, hi),
-        and its allowance. Central differences (4 evaluations) first; Richardson
-        (8) only where their verdict is not clear by a factor of 3 either way:
-        these tests only steer the search."""
+        its allowance, and whether Richardson measured it. Central differences (4
+        evaluations) first; Richardson (8) only where their verdict is not clear by
+        a factor of 3 either way: these tests only steer the search. Below a node
+        that needed Richardson, straight to Richardson (``sharp``): a wrong entry's
+        gap stays the same as the support halves, and so does central's noise."""
         dS = onp.zeros(n)
         dS[lo:hi] = d_full[lo:hi]
-        node = _gap(ctx.fd(dS, outputs=rows, method="central"), lo, hi)
-        gap, tol = node
-        clear = onp.all(onp.abs(gap) > 3 * tol) | onp.all(onp.abs(gap) * 3 < tol)
-        if clear and bool(onp.all(onp.isfinite(tol))):
-            return node
-        return _gap(ctx.fd(dS, outputs=rows), lo, hi)
+        if not sharp:
+            node = _gap(ctx.fd(dS, outputs=rows, method="central"), lo, hi)
+            gap, tol = node
+            clear = onp.all(onp.abs(gap) > 3 * tol) | onp.all(onp.abs(gap) * 3 < tol)
+            if clear and bool(onp.all(onp.isfinite(tol))):
+                return node, False
+        return _gap(ctx.fd(dS, outputs=rows), lo, hi), True
 
     def _gap(res, lo, hi):
         a = analytic_along(res.d, lo, hi)
@@ -141,9 +144,9 @@ def _bisect_columns(
 
     # the whole direction was measured already, for every row, by the projection
     top = Along(d_full, whole.est[rows], whole.err[rows]) if whole is not None else None
-    stack = [(0, n, _gap(top, 0, n) if top is not None else measure(0, n))]
+    stack = [(0, n, *((_gap(top, 0, n), False) if top is not None else measure(0, n)))]
     while stack and cols_found < ctx.budget:
-        lo, hi, node = stack.pop()
+        lo, hi, node, sharp = stack.pop()
         if not fails(node):
             continue
         if hi - lo == 1:
@@ -153,7 +156,7 @@ def _bisect_columns(
                 found.extend(new)
             continue
         mid = (lo + hi) // 2
-        left = measure(lo, mid)
+        left, left_sharp = measure(lo, mid, sharp)
         right = None
         if n > INFER_ABOVE:
             # parent minus left: where only one of the two fails, it says which half
@@ -161,11 +164,11 @@ def _bisect_columns(
             # second wrong column, or the two measurements' errors adding up)
             inferred = (node[0] - left[0], node[1] + left[1])
             if fails(inferred) != fails(left):
-                right = inferred
+                right, right_sharp = inferred, left_sharp
         if right is None:
-            right = measure(mid, hi)
-        stack.append((mid, hi, right))
-        stack.append((lo, mid, left))
+            right, right_sharp = measure(mid, hi, sharp)
+        stack.append((mid, hi, right, right_sharp))
+        stack.append((lo, mid, left, left_sharp))
     if stack and cols_found >= ctx.budget:
         ctx.capped = True
     return found
