@@ -1,0 +1,365 @@
+"""The machinery of :func:`~gradexplorer.fd.directional.directional_derivatives`:
+its result, and the step levels of one call, a stage per method.
+
+A :class:`StepLevels` evaluates f at the base step, then at smaller steps (8x
+per level) where an entry is inconsistent or dominated by truncation, then at
+larger ones where an entry is known only to its noise, and turns what it has
+into a :class:`Directional`: estimates, errors, and a reason per entry that
+could not be resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as onp
+
+from .entry_state import EntryNoise, Sides, kinked
+from .evaluation import Crossing
+from .noise import QUANTUM_STD, NoiseModel
+from .quantum import direction_quantum
+from .reasons import Unresolvable
+from .sampling import SHRINK, Sampler, exact_steps, snap_directions
+from .schemes import (
+    MINUS_OFFSETS,
+    PLUS_OFFSETS,
+    SCHEMES,
+    combine,
+    one_sided,
+    pooled,
+    stencil_residual,
+)
+
+__all__ = [
+    "Directional", "StepLevels", "resolution_floor", "BALANCE", "DEEP_SHRINK", "SMOOTH_ULPS",
+    "HOPELESS", "POOR", "POOR_ULPS",
+]  # fmt: skip
+
+#: An entry's truncation error may exceed its noise error this much and still be settled.
+BALANCE = 4.0
+#: Stencil residuals below this many ulps of f count as rounding, never as structure.
+SMOOTH_ULPS = 1e3
+#: Noise above this fraction of f itself, at every probed scale, leaves nothing to resolve.
+HOPELESS = 1e-3
+#: Below this relative accuracy an entry dominated by noise tries larger steps
+#: (or below this many ulps of its direction's precision, for float32 and below).
+POOR = 1e-6
+POOR_ULPS = 1e3
+#: Shrink levels allowed where f looked smooth only at the finest noise probe
+#: (an oscillation far faster than the step: 8**8 is about that probe's scale, and one
+#: level more).
+DEEP_SHRINK = 9
+
+
+@dataclass
+class Directional:
+    """Estimates of ``J @ d_k`` for k directions: ``(k, m)`` arrays."""
+
+    est: onp.ndarray
+    err: onp.ndarray
+    reason: onp.ndarray
+    noise_bound: onp.ndarray  # the noise part of err
+    steps: onp.ndarray  # the last step used per direction
+    nfev: int
+    vectors: onp.ndarray | None = None  # the directions as used (snapped to the grid)
+    #: where f is not differentiable at the point (reason KINK): its right and left
+    #: derivatives along each direction and their errors (NaN elsewhere)
+    right: onp.ndarray | None = None
+    left: onp.ndarray | None = None
+    side_err: onp.ndarray | None = None
+    #: per entry: the quantum of the staircase f's output moves on along the
+    #: direction (0 where it moves smoothly)
+    quantum: onp.ndarray | None = None
+
+
+class StepLevels:
+    """One call of :func:`~gradexplorer.fd.directional.directional_derivatives`, a
+    stage per method: the base level, smaller steps where entries do not settle,
+    larger ones where they are known only to their noise, and the result. Holds
+    the running estimates per entry (``est``, ``err``, ``noise_err``), which of
+    them are trustworthy (``has``) and settled, and the step levels."""
+
+    def __init__(
+        self, evaluate, x0, y0, noise, steps, *, columns, vectors, method, adapt, max_shrink,
+        chunk, spacing, coord_eps, out_eps,
+    ):  # fmt: skip
+        self.scheme = SCHEMES[method]
+        self.offsets = onp.array(self.scheme.offsets)
+        if vectors is not None and spacing is not None:
+            vectors = snap_directions(vectors, onp.asarray(steps, dtype=float), spacing, max_shrink)
+        self.k = k = columns.size if columns is not None else vectors.shape[0]
+        if not isinstance(noise, NoiseModel):
+            sig = onp.where(onp.isfinite(noise), noise, 0.0)
+            noise = NoiseModel(sig, sig, onp.zeros(y0.size), onp.abs(y0))
+        if chunk is None:
+            chunk = max(1, int(2**24 // max(1, x0.size * self.offsets.size * 8)))
+        self.sample = Sampler(evaluate, x0, columns, vectors, chunk)
+        self.ev, self.xp = self.sample.ev, self.sample.ev.xp
+        self.dev = Crossing(self.ev)
+        self.x0, self.y0, self.y0_x = x0, y0, self.dev.put(y0)
+        self.columns, self.spacing, self.noise = columns, spacing, noise
+        self.h = onp.asarray(steps, dtype=float).copy()
+        self.richardson = method == "richardson"
+        self.adaptive = self.richardson and adapt
+        self.dir_eps = _direction_eps(coord_eps, columns, vectors, k)
+        self.F0 = self.sample(onp.arange(k), self.h, self.offsets)
+        if self.adaptive and noise.structured.any():
+            # shrink one level past the scale where f's probes calmed down (a structure at
+            # that scale is only partly resolved there); the finest probe's scale is deeper
+            max_shrink = max(max_shrink, DEEP_SHRINK if noise.max_depth >= 2 else max_shrink + 1)
+        self.max_shrink = max_shrink
+        self.nm = EntryNoise(noise, self.dir_eps, self.adaptive)
+        self.nm.include_batch_spread(self.ev.batch_spread)
+        self.q = self._quantum(out_eps)
+        self.sides = Sides(k, y0.size) if self.adaptive else None
+
+    def _quantum(self, out_eps) -> onp.ndarray:
+        """Per entry, the staircase f's output moves on along the direction."""
+        if out_eps is not None:
+            # the stencil spans more of f than the noise probes: where its samples along
+            # a direction lie on a coarse grid, that grid is the entry's rounding floor
+            q = self.dev.get(direction_quantum(self.F0, self.y0_x, out_eps, xp=self.xp))
+            self.nm.raise_floor(QUANTUM_STD * q)
+        else:
+            q = onp.zeros((self.k, self.y0.size))
+        if self.noise.quantum is not None:
+            q = onp.fmax(q, self.noise.quantum[None, :])
+        return q
+
+    def judged(self, F, hv, idx, sigma_probe, track_sides=True):
+        """combine() with the stencil's own view of f: samples that a smooth
+        curve through them cannot explain beyond f's probed noise (or far
+        above f's precision) mean f is not smooth at this step. Computed where
+        the samples are; only the per-entry results come back."""
+        dev, xp, y0_x = self.dev, self.xp, self.y0_x
+        hx, sig_p = dev.put(hv), dev.put(sigma_probe[idx])
+        if not self.richardson:
+            return dev.fields(combine(self.scheme, F, y0_x, hx, sig_p, xp))
+        resid = stencil_residual(F, y0_x, xp)
+        limit = dev.put(onp.maximum(8 * sigma_probe[idx], SMOOTH_ULPS * self.nm.floor[idx]))
+        smooth = ~(resid > limit)
+        sigma = xp.fmax(sig_p, pooled(xp.where(smooth, resid, onp.nan), xp)[None, :])
+        lvl = combine(self.scheme, F, y0_x, hx, sigma, xp)
+        lvl.consistent = lvl.consistent & smooth
+        lvl = dev.fields(lvl)
+        if self.sides is not None and track_sides:  # a kink *at the point*: never at grown steps
+            seen = dev.fields(one_sided(F, y0_x, hx, sigma, xp))
+            self.sides.update(idx, seen, lvl.consistent)
+            self.sides.update_edge(idx, seen, lvl.finite)
+        return lvl
+
+    def first_level(self, balance: float) -> None:
+        """The base step's estimates; settled where consistent and (unless balance is
+        inf) not dominated by truncation."""
+        self.balance = balance
+        self.first = first = self.judged(self.F0, self.h, onp.arange(self.k), self.nm.level0)
+        self.est, self.err = first.est.copy(), first.err.copy()
+        self.noise_err = first.noise.copy()
+        self.ok = first.consistent & ~self.nm.structured
+        # an entry at a kink is confirmed at a smaller step (a kink merely near the
+        # point leaves the stencil as it shrinks)
+        good = (first.trunc <= balance * first.noise) | onp.isinf(balance)
+        self.settled = self.ok & good & ~kinked(self.sides)
+        self.has = self.ok.copy()  # a trustworthy (consistent) estimate exists
+        self.nonfinite = ~first.finite
+        self.y_bad = ~onp.isfinite(self.y0)
+
+    def unrefined(self) -> Directional:
+        """The result of a scheme that does not adapt its steps."""
+        trusted = self.ok if self.richardson else self.first.finite
+        return self._finish(self.err, trusted, self.h)
+
+    def _rescale(self, hv, active, factor) -> None:
+        hv[active] *= factor
+        if self.columns is not None and self.spacing is not None:
+            cols = self.columns[active]
+            hv[active] = exact_steps(self.x0[cols], hv[active], self.spacing[cols])
+
+    def _level(self, active, hv, track_sides=True):
+        """The samples at steps hv for the active directions, judged; after level 0,
+        structured entries are judged with their fine-scale noise."""
+        F = self.sample(active, hv[active], self.offsets)
+        self.nm.include_batch_spread(self.ev.batch_spread)
+        return F, self.judged(F, hv[active], active, self.nm.later, track_sides=track_sides)
+
+    def shrink(self) -> None:
+        """Smaller steps (8x per level) where an entry is inconsistent or
+        truncation-dominated, until two consistent levels agree."""
+        self.hs = hs = self.h.copy()
+        for _ in range(self.max_shrink):
+            active = onp.flatnonzero(~onp.all(self.settled | self.y_bad[None, :], axis=1))
+            if active.size == 0:
+                break
+            self._rescale(hs, active, 1 / SHRINK)
+            _, lvl = self._level(active, hs)
+            _merge(
+                lvl, active, self.est, self.err, self.noise_err, self.has, self.settled,
+                self.nonfinite,
+            )  # fmt: skip
+            self.settled[active] |= self.sides.confirmed[active]
+
+    def grow(self, grow_to, levels: int) -> None:
+        """Larger steps where an entry is settled on noise alone but poorly known (or
+        its step is far below what the array's scale allows)."""
+        xp = self.xp
+        # f exactly flat at every step so far (each sample equals f(x)): a derivative of
+        # 0, or a stair of a rounding staircase wider than the steps; a larger step tells
+        flat = self.dev.get(xp.all(self.F0 == self.y0_x[None, None, :], axis=1)) & (self.est == 0)
+        self.stair = onp.zeros(self.est.shape, bool)
+        limit = onp.zeros(self.k) if grow_to is None else onp.asarray(grow_to, dtype=float)
+        hg = self.h.copy()
+        for _ in range(levels):
+            active = self._worth_growing(hg, limit)
+            if active.size == 0:
+                break
+            self._rescale(hg, active, SHRINK)
+            self._grown(active, hg, flat)
+
+    def _worth_growing(self, hg, limit) -> onp.ndarray:
+        est, err, has, first = self.est, self.err, self.has, self.first
+        scale = onp.max(onp.abs(onp.where(has, est, 0.0)), axis=1, initial=0.0)
+        # "poorly known" relative to what the direction's precision can give at best
+        poor_rel = onp.maximum(POOR, POOR_ULPS * self.dir_eps)[:, None]
+        poor = has & (err > poor_rel * onp.maximum(onp.abs(est), scale[:, None]))
+        noisy = first.noise >= first.trunc
+        # a step far below what the array's scale allows: its noise error can fall 8x
+        room = (hg * SHRINK <= limit)[:, None]
+        grow = (poor | room) & noisy & self.settled & ~self.nm.structured & ~self.sides.kink
+        return onp.flatnonzero(onp.any(grow, axis=1))
+
+    def _grown(self, active, hg, flat) -> None:
+        """Fold one larger-step level into the estimates (in place): taken where it is
+        consistent, sharper and agrees; a flat entry that moves on both sides is a stair."""
+        est, err, kink = self.est, self.err, self.sides.kink
+        F, lvl = self._level(active, hg, track_sides=False)
+        better = lvl.consistent & (lvl.err < err[active]) & (lvl.trunc <= BALANCE * lvl.noise)
+        better &= ~kink[active]
+        gap = onp.abs(lvl.est - est[active])
+        agree = gap <= lvl.err + err[active]
+        take = better & agree
+        # flat at small steps, moving on both sides at a larger one, and no trustworthy
+        # estimate there: the zero was a stair of a staircase, not the derivative (a
+        # plateau ending on one side, a relu's dead zone or a sign, moves on one side)
+        moves = [
+            self.dev.get(self.xp.any(F[:, list(side)] != self.y0_x[None, None, :], axis=1))
+            for side in (PLUS_OFFSETS, MINUS_OFFSETS)
+        ]
+        # (a trustworthy estimate at a still larger step settles it after all)
+        stair = self.stair
+        stair[active] = (stair[active] | (flat[active] & moves[0] & moves[1])) & ~take
+        flat[active] &= ~(moves[0] | moves[1])
+        sub_est, sub_err = est[active], err[active]
+        est[active] = onp.where(take, lvl.est, sub_est)
+        err[active] = onp.where(take, lvl.err, sub_err)
+        self.noise_err[active] = onp.where(take, lvl.noise, self.noise_err[active])
+        # a consistent larger step that disagrees shows the old error was too small
+        err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
+
+    def finished(self) -> Directional:
+        """The result after shrinking and growing; flat stairs are unresolvable."""
+        out = self._finish(onp.where(self.stair, onp.inf, self.err), self.has, self.hs)
+        out.reason[self.stair & onp.isinf(out.err)] = Unresolvable.STAIRCASE
+        out.quantum = self.q
+        return out
+
+    def _finish(self, err, has, h) -> Directional:
+        return _finish(
+            self.est, err, self.noise_err, has, self.nonfinite, self.y_bad, h, self.sample,
+            self.nm, self.noise, self.sides,
+        )  # fmt: skip
+
+
+def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
+    if coord_eps is None:
+        return onp.zeros(k)
+    coord_eps = onp.asarray(coord_eps, dtype=float)
+    if columns is not None:
+        return coord_eps[columns]
+    moving = vectors != 0
+    return onp.max(onp.where(moving, coord_eps[None, :], 0.0), axis=1, initial=0.0)
+
+
+def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
+    """Fold one smaller-step level into the running estimates (in place)."""
+    prev_est, prev_err, prev_has = est[active], err[active], has[active]
+    gap = onp.abs(lvl.est - prev_est)
+    agree = prev_has & lvl.consistent & (gap <= lvl.err + prev_err)
+    # a consistent new level replaces an estimate it contradicts or improves on
+    take = lvl.consistent & (~prev_has | ~agree | (lvl.err < prev_err))
+    take &= ~settled[active]
+    new_est = onp.where(take, lvl.est, prev_est)
+    new_err = onp.where(take, lvl.err, prev_err)
+    # two consistent levels that disagree: the kept one is no surer than their gap
+    clash = prev_has & lvl.consistent & ~agree & ~settled[active]
+    new_err = onp.where(clash, onp.maximum(new_err, gap), new_err)
+    est[active], err[active] = new_est, new_err
+    noise[active] = onp.where(take, lvl.noise, noise[active])
+    has[active] = prev_has | lvl.consistent
+    # settled once two consistent levels agree (a first consistent level after
+    # inconsistent ones needs a second to confirm it)
+    settled[active] |= agree
+    nonfinite[active] &= ~lvl.finite
+
+
+def resolution_floor(est: onp.ndarray, err: onp.ndarray) -> onp.ndarray:
+    """Errors no smaller than the float64 format can resolve (infinite ones stay).
+
+    An estimate is a float64 number, so it is known to no better than its own
+    rounding, half an ulp: ``eps/2·|est|``. And below the smallest normal float
+    (``tiny``, 2.2e-308) numbers lose significant bits and differences become
+    steps of the subnormal grid, so an error computed there (``6.7e-320``) is
+    not a measurement but round-off of round-off: ``tiny`` is the floor. Both
+    floors are far below any allowance that matters (the checker adds 256 ulps
+    of the value), so no verdict moves except entries made of subnormal dust.
+    """
+    with onp.errstate(invalid="ignore", over="ignore"):
+        floor = onp.maximum(0.5 * onp.finfo(float).eps * onp.abs(est), onp.finfo(float).tiny)
+    return onp.where(onp.isnan(floor), err, onp.fmax(err, floor))
+
+
+def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, sides) -> Directional:
+    err = resolution_floor(est, err + nm.rel * onp.abs(est))
+    reason = onp.zeros(est.shape, onp.int8)
+    # noise comparable to f itself leaves nothing to resolve — unless f is round-off
+    # dust around zero (an imaginary part that is 0 in exact arithmetic): there the
+    # estimate still bounds the derivative far below the Jacobian's scale
+    with onp.errstate(invalid="ignore"):
+        calm = onp.isfinite(err) & onp.isfinite(est) & has & ~(nm.rel > HOPELESS)
+        scale = float(onp.max(onp.abs(est[calm]), initial=0.0))
+    hopeless = (nm.rel > HOPELESS) & ~(err <= HOPELESS * scale)
+    reason[hopeless] = Unresolvable.ERRATIC
+    err = onp.where(hopeless, onp.inf, err)
+    unresolved = ~has & ~hopeless
+    reason[unresolved] = onp.where(
+        nonfinite[unresolved], Unresolvable.NOT_FINITE_NEARBY, Unresolvable.NEVER_SETTLED
+    )
+    err = onp.where(unresolved, onp.inf, err)
+    right = left = side_err = None
+    if sides is not None and sides.kink.any():
+        kink = sides.kink & sides.confirmed & ~hopeless  # seen at two step levels alike
+        right, left, side_err = sides.right, sides.left, sides.err
+        with onp.errstate(invalid="ignore"):
+            est = onp.where(kink, 0.5 * (right + left), est)
+            err = onp.where(kink, 0.5 * onp.abs(right - left) + side_err, err)
+        reason[kink] = Unresolvable.KINK
+    if sides is not None:
+        # at a domain's edge (f not finite, or raising, on one side of x): one-sided
+        edge = (reason == Unresolvable.NOT_FINITE_NEARBY) & onp.isfinite(sides.edge_err)
+        est = onp.where(edge, sides.edge_est, est)
+        err = onp.where(edge, sides.edge_err, err)
+        reason[edge] = Unresolvable.RESOLVED
+    reason[:, y_bad] = Unresolvable.NOT_FINITE_AT_POINT
+    err = onp.where(y_bad[None, :], onp.inf, err)
+    return Directional(
+        est,
+        err,
+        reason,
+        noise_err,
+        h,
+        sample.nfev,
+        sample.vectors,
+        right,
+        left,
+        side_err,
+        noise.quantum,
+    )
