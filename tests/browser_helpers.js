@@ -411,6 +411,28 @@
   };
 
   // ------------------------------------------------------------------ latency
+  // The anchor: from the keydown on a plain ipywidgets slider to the frame that shows the
+  // label the kernel set from its value (one round trip through the kernel, nothing drawn).
+  T.anchor = null;
+  T.startAnchor = () => {
+    const root = T.panelNode().querySelector('.gx-anchor');
+    const label = () => root.querySelector('.widget-html-content').textContent.trim();
+    const A = { tKey: null, change: null, stop: false };
+    if (T.anchor) T.anchor.stop = true;
+    T.anchor = A;
+    const onKey = (e) => { if (A.tKey === null) A.tKey = e.timeStamp; };
+    document.addEventListener('keydown', onKey, true);
+    let prev = label();
+    const frame = (frameTime) => {
+      if (A.stop) { document.removeEventListener('keydown', onKey, true); return; }
+      const now = label();
+      if (now !== prev && A.tKey !== null && A.change === null) A.change = frameTime;
+      prev = now;
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  };
+
   // From the keydown on the focused slider to the first and the last change of any canvas
   // of the explorer: each animation frame after a draw hashes its canvases; the change is timed
   // at the start of the frame that shows it.

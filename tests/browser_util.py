@@ -741,6 +741,29 @@ class Session:
             k,
         )
 
+    def anchor_latency(self, presses: int = 7) -> list[tuple | None]:
+        """Keypress on the plain ipywidgets slider of ``.gx-anchor`` to the frame that shows
+        the label the kernel set from it (ms, as a pair like :meth:`latency`'s): what any
+        widget's round trip through the kernel costs on this page, the anchor of the
+        explorer's figures."""
+        handle = ".gx-anchor .noUi-handle"
+        self.page.locator(handle).scroll_into_view_if_needed()
+        times: list[tuple | None] = []
+        for i in range(presses):
+            self.js(f"() => document.querySelector({handle!r}).focus()")
+            self.js("() => __gxt.startAnchor()")
+            self.page.keyboard.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+            self.wait(
+                "() => __gxt.anchor.change !== null",
+                timeout=30,
+                what="the anchor's label to follow its slider",
+            )
+            got = self.js("() => { const A = __gxt.anchor; A.stop = true; return A; }")
+            times.append((got["change"] - got["tKey"],) * 2)
+            self.page.wait_for_timeout(200)  # the kernel quiet before the next press
+        self.log(f"anchor: keypress to the label's frame {[round(t[0]) for t in times]} ms")
+        return times
+
     def latency(
         self, k: int, label: str, where: str, presses: int = 7, until: str = "idle"
     ) -> list[tuple | None]:

@@ -234,10 +234,17 @@ function render({ model, el }) {
       root.dataset.cellOverflow = record.overflow;
       root.dataset.cellSkipped = record.skipped;
       root.dataset.window = `${win.r0},${win.r1},${win.c0},${win.c1}`;
+      // the window shown at full resolution by a tile (one that covers it, unpooled): an
+      // earlier tile, for a wider window the wheel passed through, may still be pooled
       const t = tileFor(sp, 0);
-      root.dataset.tile = t && (sp.panels[0].block || [1, 1])[0] > 1 ? `${t.r0},${t.r1},${t.c0},${t.c1}` : '';
+      root.dataset.tile = t && (sp.panels[0].block || [1, 1])[0] > 1 && fullTile(t, win) ? `${t.r0},${t.r1},${t.c0},${t.c1}` : '';
     }
     return H;
+  }
+
+  function fullTile(t, win) {
+    const [tbr, tbc] = t.block || [1, 1];
+    return tbr === 1 && tbc === 1 && t.r0 <= win.r0 && t.r1 >= win.r1 && t.c0 <= win.c0 && t.c1 >= win.c1;
   }
 
   function tileFor(sp, k) {
@@ -370,7 +377,7 @@ function render({ model, el }) {
     ctx.fillText(lb.xlabel || 'input x[j]', map.x + map.w / 2, yx, b.cell.w - 8);
     let caption = b.p.caption;
     const t = tileFor(spec(), b.k);
-    if (t && (t.block || [1, 1])[0] === 1 && (b.p.block || [1, 1])[0] > 1 && t.r0 <= win.r0 && t.r1 >= win.r1 && t.c0 <= win.c0 && t.c1 >= win.c1) {
+    if (t && (b.p.block || [1, 1])[0] > 1 && fullTile(t, win)) {
       caption = 'zoomed in: every entry (double click: the whole map, pooled)';
     }
     if (caption) {
