@@ -289,3 +289,29 @@ def test_random_compositions_agree_with_fd_within_reported_error(names, x):
     rows = np.max(np.abs(J), axis=1)
     for e in report.unresolved:
         assert max(abs(e.analytic), abs(e.numeric)) <= 1e-8 * rows[e.row], (e, report)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_screened_staircase_detector_gives_the_unscreened_numbers(seed):
+    """direction_quantum on the host skips the bit arithmetic where no grid is possible:
+    its result is output_quantum's, direction by direction, on samples that mix smooth
+    outputs, staircases (1e10 + s) - 1e10, outputs that do not move, single moves and
+    non-finite values, in float64 and on a float32 grid."""
+    from gradexplorer.fd.quantum import direction_quantum, output_quantum
+
+    rng = np.random.default_rng(seed)
+    k, points, m = 7, 8, 9
+    y0 = rng.standard_normal(m)
+    F = y0 + 1e-4 * rng.standard_normal((k, points, m))
+    F[:, :, 1] = (1e10 + F[:, :, 1]) - 1e10  # a staircase of ulp(1e10)
+    F[:, :, 2] = y0[2]  # does not move
+    F[:, 1:, 3] = y0[3]  # moves once
+    F[:, :, 4] = np.float32(F[:, :, 4])  # a float32 grid inside float64
+    F[2, 3, 5] = np.nan
+    F[4, 0, 6] = np.inf
+    y0[1] = (1e10 + y0[1]) - 1e10
+    eps = np.full(m, np.finfo(float).eps)
+    got = direction_quantum(F, y0, eps)
+    want = np.stack([output_quantum(F[i], y0, eps) for i in range(k)])
+    np.testing.assert_array_equal(got, want)
+    assert np.all(got[:, 1] > 0) and np.all(got[:, 2] == 0) and np.all(got[:, 0] == 0)
