@@ -268,6 +268,49 @@ add(
     )
 )
 
+# round(x, 3): a staircase of the *input*, stairs 1e-3 wide (a decimal grid: no
+# power-of-two quantum to see), narrower than the Richardson step (~4e-3 |x|), so the
+# stencil sees the slope across stairs (~1). f is constant at each point here (the
+# nearest jumps are 2-5e-4 away), so its derivative there is 0, as the rule says
+_X_DECIMAL = np.array([2.685009210157367, 0.3112, -1.0773])
+_round3 = _prim(lambda x: np.round(x * 1000.0) / 1000.0, lambda ans, x: lambda g: 0.0 * g)
+add(
+    TrustCase(
+        "round_3_decimals",
+        "staircase",
+        lambda x: _round3(x) * 1.0,
+        (_X_DECIMAL,),
+        PASSED,
+        note="exactly flat",
+    )
+)
+# and at a tie of the rounding (1.2345e3 rounds half to even, f jumps there): no
+# derivative to compare, in reverse mode or in forward mode (whose tangents come from the
+# same rule here; a [fwd] entry was reported at the jump)
+add(
+    TrustCase(
+        "round_3_decimals_at_a_tie",
+        "staircase",
+        lambda x: _round3(x) * 1.0,
+        (np.array([2.685009210157367, 1.2345]),),
+        PASSED,
+        note="a tie or a jump",
+    )
+)
+# the same staircase with a rule of one half: the derivative at each point is 0, so it
+# is wrong at every entry (the middle one's samples did not move at the first step)
+_round3_ste = _prim(lambda x: np.round(x * 1000.0) / 1000.0, lambda ans, x: lambda g: 0.5 * g)
+add(
+    TrustCase(
+        "round_3_decimals_rule_half",
+        "staircase",
+        lambda x: _round3_ste(x) * 1.0,
+        (_X_DECIMAL,),
+        FAILED,
+        wrong={(0, 0), (1, 1), (2, 2)},
+    )
+)
+
 # ---------------------------------------------------------------- oscillation
 
 # x + 1e-10 sin(1e7 x): the wiggle's period (6e-7) is far below the first step; its

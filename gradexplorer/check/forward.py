@@ -92,6 +92,8 @@ def judge_forward(
         verdicts[i, j] = failing_verdict(float(onp.real(J[i, j])), N[i, j]).code
     settle_kinks(onp.real(J), verdicts, Vf, est, rtol, allowance, probe)
     reverse_bad = (jd.verdicts == Verdict.WRONG.code) | (jd.verdicts == Verdict.IMPRECISE.code)
+    # at a jump there is no derivative to compare
+    reverse_bad |= jd.verdicts == Verdict.JUMP.code
     only_fwd = (
         (verdicts == Verdict.WRONG.code) | (verdicts == Verdict.IMPRECISE.code)
     ) & ~reverse_bad

@@ -34,14 +34,14 @@ from .diagnosis import (
 from .entries import entries_where, make_entry
 from .estimates import Estimates, fd_stage
 from .forward import forward_stage, judge_forward
-from .judging import Judgement, judge_stage
+from .judging import FD_SAFETY, Judgement, judge_stage
 from .kinks import KinkProbe, find_jumps, settle_kinks
 from .linearity import nonlinear_vjp
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
 from .taylor import Convergence, TaylorResult, taylor_blocks
-from .verdicts import Comparison, Verdict
+from .verdicts import Comparison, Verdict, failing_verdict
 
 __all__ = ["full_check", "settle_with_taylor", "assemble"]
 
@@ -68,7 +68,7 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     jd = judge_stage(p, rev, est, opts)
     found = _Found(notes=list(rev.notes) + ([fwd.note] if fwd.note else []))
     found.nfev, found.ngrad = est.nfev, rev.ngrad + fwd.passes + jd.ngrad
-    found.nfev += _mark_jumps(p, est, jd)
+    found.nfev += _mark_jumps(p, est, jd, rev.A)
     probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts), opts.gen)
     settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe)
     found.mismatches += nonlinear_vjp(p, rev, est, jd, opts, found.notes)
@@ -82,16 +82,39 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     return assemble(p, opts, rev, est, jd, fwd.J, found)
 
 
-def _mark_jumps(p: Problem, est: Estimates, jd: Judgement) -> int:
-    """Entries at a jump of f get the verdict JUMP (no derivative to compare)."""
+def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int:
+    """Entries at a jump of f get the verdict JUMP (no derivative to compare). Where
+    the analytic side and the finite differences disagree on whether f moves at all
+    (one says 0), f is looked at closely: exactly flat at x (a staircase whose stairs
+    are narrower than the step, ``round(x, 3)``), its derivative there is 0, to
+    within the last bit of f over the closest step, and the entry is judged so."""
     failing = _failing(jd.verdicts)
     never = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.NEVER_SETTLED)
-    jumps, nfev = find_jumps(p, onp.argwhere(failing | never), est)
+    # passed only within a wide FD error, though the samples did not move and the rule
+    # says f does (a flat stair seen coarsely)
+    with onp.errstate(invalid="ignore"):
+        vague = (jd.verdicts == Verdict.RIGHT.code) & (est.N == 0) & (A != 0) & (jd.E > 0)
+    jumps, flats, nfev = find_jumps(p, onp.argwhere(failing | never | vague), est)
     for i, j in jumps:
         jd.verdicts[i, j] = Verdict.JUMP.code
         jd.reasons[i, j] = Unresolvable.JUMP
         jd.V[i, j] = 0.0
     jd.jumps.update(jumps)
+    eps = p.eps_matrix()
+    for (i, j), step in flats.items():
+        if (i, j) in jumps:
+            continue
+        # unchanged to the last bit at x ± step and x ± 64 step: |f'| <= ulp / (64 step)
+        local = eps[i, j] * max(abs(float(est.y0[i])), onp.finfo(float).tiny) / (64 * step)
+        if est.N[i, j] == 0 and jd.E[i, j] <= local:
+            continue  # the finite differences say 0 already, and more sharply (larger steps)
+        est.N[i, j], jd.E[i, j] = 0.0, local
+        a = float(onp.real(A[i, j]))
+        jd.V[i, j] = abs(a) / (FD_SAFETY * local + float(jd.allowance[i, j]))
+        right = jd.V[i, j] <= 1
+        jd.verdicts[i, j] = (Verdict.RIGHT if right else failing_verdict(a, 0.0)).code
+        jd.reasons[i, j] = 0
+        jd.flat.add((i, j))
     return nfev
 
 
@@ -176,7 +199,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     at_kink = (verdicts == Verdict.RIGHT_AT_KINK.code) | (verdicts == Verdict.JUMP.code)
     kinks = entries_where(at_kink, **common, verdicts=verdicts, reasons=jd.reasons, sides=sides)
     kinks = [_with_jump(e, jd.jumps) for e in kinks]
-    notes = list(found.notes) + _count_notes(unresolved, kinks)
+    notes = list(found.notes) + _count_notes(unresolved, kinks) + _flat_notes(p, jd)
     kink_rows = frozenset(e.row for e in kinks)
     notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)
     notes += diagnose_pattern(A, N, V, p.cols) + domain_notes(p) + list(p.extra_notes)
@@ -226,6 +249,20 @@ def _with_jump(e: Entry, jumps: dict) -> Entry:
         return e
     side = "right" if size > 0 else "left"
     return replace(e, detail=f"f jumps by about {abs(size):.3g} just {side} of x")
+
+
+def _flat_notes(p: Problem, jd: Judgement) -> list[str]:
+    flat = sorted(jd.flat)
+    if not flat:
+        return []
+    i, j = flat[0]
+    return [
+        f"{len(flat)} entr{'y is' if len(flat) == 1 else 'ies are'} where f is exactly flat at "
+        f"x ({p.rows.label(i)} / {p.cols.label(j)}, ...): a staircase whose stairs are "
+        "narrower than the finite differences' step, which sees the slope across stairs. "
+        "There the derivative is 0 (to within f's last bit over a close step), and the "
+        "analytic value was judged against that."
+    ]
 
 
 def _count_notes(unresolved: list, kinks: list) -> list[str]:

@@ -84,6 +84,9 @@ class Judgement:
     E: onp.ndarray  # the FD errors as judged (inf where f is too uneven to pin an entry down)
     ngrad: int
     jumps: dict = field(default_factory=dict)  # (i, j) -> size of f's jump there
+    #: where f is exactly flat at x (a staircase with stairs narrower than the step):
+    #: judged against its local derivative, 0
+    flat: set = field(default_factory=set)
 
 
 #: A staircase whose steps span fewer quanta than this is coarse against the step.

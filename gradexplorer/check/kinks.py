@@ -44,18 +44,21 @@ DIRECTIONS, MORE_DIRECTIONS = 4, 16
 REFINE = 512.0
 
 
-def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, int]:
+def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, dict, int]:
     """``{(i, j): size}`` of the cells where f jumps (a one-sided difference
-    quotient that scales like 1/h between two steps 64x apart), and the
-    evaluations it took."""
+    quotient that scales like 1/h between two steps 64x apart); ``{(i, j): step}``
+    of those where f is exactly flat on both sides at both steps (a staircase
+    whose stairs are narrower than the finite differences' step: f is constant at
+    x, its derivative 0 there), with the smaller step; and the evaluations it took."""
     if not len(cells):
-        return {}, 0
+        return {}, {}, 0
     columns = onp.array(sorted({int(j) for _, j in cells})[:limit])
     x0, spacing = p.x0, p.spacing()
     noise = est.noise
     quiet = NoiseModel(noise.resolved, noise.resolved, noise.floor, noise.scale)
     pos = {int(j): t for t, j in enumerate(columns)}
     jumps, nfev = {}, 0
+    flat = onp.ones((columns.size, est.y0.size), bool)
     for method, sign in (("forward", 1.0), ("backward", -1.0)):
         base = p.steps(method)[columns]
         quotients = []
@@ -75,13 +78,20 @@ def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, int]:
             nfev += d.nfev
             quotients.append(d.est)
         q1, q2 = quotients
+        flat &= (q1 == 0) & (q2 == 0)
         with onp.errstate(all="ignore"):
             jump = (onp.abs(q1 / q2 - 64.0) < 0.064) & (onp.abs(q1) > 0)
         for i, j in cells:
             t = pos.get(int(j))
             if t is not None and jump[t, i] and (int(i), int(j)) not in jumps:
                 jumps[(int(i), int(j))] = float(q1[t, i] * base[t] * 2.0**6 * sign)
-    return jumps, nfev
+    small = exact_steps(x0[columns], p.steps("forward")[columns] * 2.0**6, spacing[columns])
+    flats = {
+        (int(i), int(j)): float(small[pos[int(j)]])
+        for i, j in cells
+        if int(j) in pos and flat[pos[int(j)], int(i)]
+    }
+    return jumps, flats, nfev
 
 
 @dataclass
