@@ -91,9 +91,10 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
     failing = _failing(jd.verdicts)
     never = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.NEVER_SETTLED)
     # passed only within a wide FD error, though the samples did not move and the rule
-    # says f does (a flat stair seen coarsely)
+    # says f does, by more than its round-off (a flat stair seen coarsely)
     with onp.errstate(invalid="ignore"):
-        vague = (jd.verdicts == Verdict.RIGHT.code) & (est.N == 0) & (A != 0) & (jd.E > 0)
+        moves = onp.abs(onp.real(A)) > jd.allowance
+        vague = (jd.verdicts == Verdict.RIGHT.code) & (est.N == 0) & moves & (jd.E > 0)
     jumps, flats, nfev = find_jumps(p, onp.argwhere(failing | never | vague), est)
     for i, j in jumps:
         jd.verdicts[i, j] = Verdict.JUMP.code
