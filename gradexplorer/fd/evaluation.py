@@ -133,7 +133,7 @@ class DeviceEvaluator:
         self._point_cost = time.perf_counter() - started
         self.vectorized = self._batched is not None
         self._post = None  # a map of the samples (projections), on the device
-        self._spreads: dict[int, Any] = {}  # batch size -> its rows' spread, per output
+        self._measured: set[int] = set()  # batch sizes whose spread is known
         #: per output (host), the most that identical points differ by their place in a
         #: batch (a batched matrix product's edge tiles); None while every batch has
         #: rounded its rows alike
@@ -187,16 +187,18 @@ class DeviceEvaluator:
     def _measure_spread(self, size: int) -> None:
         """How far f over a batch of ``size`` copies of x0 (then the projections, if
         any) spreads its rows. A batched matrix product can round each row by its
-        position in the batch (a BLAS kernel's edge tiles: 5e-13 at n = 2000):
-        samples from such a batch carry that rounding as noise, which the stencil
-        must be told of (it made a false alarm at 1e-12). Asked once per size."""
-        if size in self._spreads:
+        position in the batch (a BLAS kernel's edge tiles: ~1e-13 for tanh(W @ v) at
+        n = 2000): samples from such a batch carry that rounding as noise, which the
+        stencil must be told of (unseen, it made false alarms at 1.01-1.12x there).
+        Asked once per size."""
+        if size in self._measured:
             return
+        self._measured.add(size)
         Y = self._batched(self.kit.repeat(self.x0[None], size))
         if self._post is not None:
             Y = self._post(Y)
         spread = self.xp.max(self.xp.abs(Y - Y[:1]), axis=0)
-        self._spreads[size] = spread = self.to_host(spread)
+        spread = self.to_host(spread)
         if onp.any(spread > 0):
             old = self.batch_spread
             self.batch_spread = spread if old is None else onp.fmax(old, spread)
@@ -251,7 +253,7 @@ class DeviceEvaluator:
 
         out = copy.copy(self)
         # the projections round in batches of their own: measured anew
-        out._spreads, out.batch_spread = {}, None
+        out._measured, out.batch_spread = set(), None
         out._post = project if self._post is None else (lambda Y: project(self._post(Y)))
         return out
 
