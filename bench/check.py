@@ -42,6 +42,14 @@ def buggy_sin():
     return p
 
 
+def timed_check(name, f, x, **options):
+    """A table row: a correct f's check, its time, its cost and whether it passed."""
+    t0 = time.perf_counter()
+    r = gx.check_grads(f, x, **options)
+    verdict = "passed" if r.passed else "FALSE ALARM"
+    return (name, f"{time.perf_counter() - t0:.2f} s", r.nfev, r.ngrad, r.nfev + r.ngrad, verdict)
+
+
 def main():
     rows = []
     x = np.random.default_rng(0).standard_normal(N_FAST)
@@ -78,48 +86,15 @@ def main():
     W = rng.standard_normal((n, n)) / np.sqrt(n)
     g = lambda v: anp.tanh(W @ v)  # noqa: E731
     xv = rng.standard_normal(n)
-    t0 = time.perf_counter()
-    full = gx.check_grads(g, xv, mode="full")
-    t_full = time.perf_counter() - t0
-    rows.append(
-        (
-            f"full, dense n={n}",
-            f"{t_full:.2f} s",
-            full.nfev,
-            full.ngrad,
-            full.nfev + full.ngrad,
-            "passed" if full.passed else "FALSE ALARM",
-        )
-    )
-    t0 = time.perf_counter()
-    fast = gx.check_grads(g, xv, mode="fast", rng=0)
-    rows.append(
-        (
-            f"fast, dense n={n}",
-            f"{time.perf_counter() - t0:.2f} s",
-            fast.nfev,
-            fast.ngrad,
-            fast.nfev + fast.ngrad,
-            "passed" if fast.passed else "FALSE ALARM",
-        )
-    )
+    rows.append(timed_check(f"full, dense n={n}", g, xv, mode="full"))
+    rows.append(timed_check(f"fast, dense n={n}", g, xv, mode="fast", rng=0))
     try:
         import torch
 
         Wt = torch.tensor(W)
         xt = torch.tensor(xv, requires_grad=True)
-        t0 = time.perf_counter()
-        full_t = gx.check_grads(lambda v: torch.tanh(Wt @ v), xt, mode="full")
-        rows.append(
-            (
-                f"full, dense n={n}, torch (the function gradcheck checks)",
-                f"{time.perf_counter() - t0:.2f} s",
-                full_t.nfev,
-                full_t.ngrad,
-                full_t.nfev + full_t.ngrad,
-                "passed" if full_t.passed else "FALSE ALARM",
-            )
-        )
+        name = f"full, dense n={n}, torch (the function gradcheck checks)"
+        rows.append(timed_check(name, lambda v: torch.tanh(Wt @ v), xt, mode="full"))
         t0 = time.perf_counter()
         torch.autograd.gradcheck(lambda v: torch.tanh(Wt @ v), (xt,))
         rows.append(
