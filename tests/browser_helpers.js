@@ -411,6 +411,23 @@
   };
 
   // ------------------------------------------------------------------ latency
+  // look(frameTime) once per frame, after that frame's rendering step: a change is timed
+  // at the start of the frame that shows it, whether it came between frames (a label the
+  // kernel set) or in the frame's own animation callbacks (a canvas drawn there). Read
+  // inside requestAnimationFrame, the second kind was only seen a frame later (the
+  // reader's callback runs before the pane's), which put one frame on every explorer
+  // figure that the anchor did not pay.
+  T.eachFrame = (stopped, look, done) => {
+    const channel = new MessageChannel();
+    let frameTime = 0;
+    channel.port1.onmessage = () => {
+      if (stopped()) { channel.port1.close(); done(); return; }
+      look(frameTime);
+      requestAnimationFrame(frame);
+    };
+    const frame = (t) => { frameTime = t; channel.port2.postMessage(null); };
+    requestAnimationFrame(frame);
+  };
   // The anchor: from the keydown on a plain ipywidgets slider to the frame that shows the
   // label the kernel set from its value (one round trip through the kernel, nothing drawn).
   T.anchor = null;
@@ -423,14 +440,11 @@
     const onKey = (e) => { if (A.tKey === null) A.tKey = e.timeStamp; };
     document.addEventListener('keydown', onKey, true);
     let prev = label();
-    const frame = (frameTime) => {
-      if (A.stop) { document.removeEventListener('keydown', onKey, true); return; }
+    T.eachFrame(() => A.stop, (frameTime) => {
       const now = label();
       if (now !== prev && A.tKey !== null && A.change === null) A.change = frameTime;
       prev = now;
-      requestAnimationFrame(frame);
-    };
-    requestAnimationFrame(frame);
+    }, () => document.removeEventListener('keydown', onKey, true));
   };
 
   // From the keydown on the focused slider to the first and the last change of any canvas
@@ -447,8 +461,7 @@
     document.addEventListener('keydown', onKey, true);
     let canvases = T.hashCanvases(root), draws = T.draws;
     let prev = `${canvases}|${T.hashImages(root)}`;
-    const frame = (frameTime) => {
-      if (L.stop) { document.removeEventListener('keydown', onKey, true); return; }
+    T.eachFrame(() => L.stop, (frameTime) => {
       const t0 = performance.now();
       // canvas pixels are read back only after a draw; image sources are cheap to compare
       if (T.draws !== draws) { canvases = T.hashCanvases(root); draws = T.draws; }
@@ -456,7 +469,7 @@
       L.hashMs = Math.max(L.hashMs, performance.now() - t0);
       if (h !== prev) {
         prev = h;
-        // the frame that shows the change (its start, before this frame's own reading)
+        // the frame that shows the change (its start)
         if (L.tKey !== null) {
           if (L.firstChange === null) L.firstChange = frameTime;
           L.lastChange = frameTime;
@@ -467,8 +480,6 @@
         L.stableFrames++;
       }
       L.frames++;
-      requestAnimationFrame(frame);
-    };
-    requestAnimationFrame(frame);
+    }, () => document.removeEventListener('keydown', onKey, true));
   };
 })();

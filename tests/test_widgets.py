@@ -6,6 +6,7 @@ page would get it.
 """
 
 import gc
+import types
 
 import autograd.numpy as anp
 import ipywidgets as W
@@ -624,6 +625,34 @@ def test_close_releases_every_widget_model():
     assert left == []  # layouts and styles included: each is a model on the page
 
 
+def test_the_saved_pictures_wait_until_the_controls_rest(monkeypatch):
+    """The saved-pictures output (every view's picture, megabytes for a large map) is not
+    rewritten while the user is still moving the controls, only once they rest."""
+    import time
+
+    from gradexplorer.explorer import snapshot as snap
+
+    monkeypatch.setattr(snap, "SETTLE", 0.05)
+
+    class Explorer:  # the fields the snapshot reads
+        views, generation, _closed = ["Jacobian"], 0, False
+
+    explorer = Explorer()
+    rewrites = []
+    s = snap.Snapshot(explorer)
+    s.handle = types.SimpleNamespace(update=lambda shown: rewrites.append(explorer.generation))
+    s.keep("Jacobian", None, b"\x89PNG")
+    for _ in range(6):  # a change every 30 ms: shorter than SETTLE
+        time.sleep(0.03)
+        explorer.generation += 1
+    assert rewrites == []
+    deadline = time.monotonic() + 5
+    while not rewrites and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert rewrites == [6]  # once, with the last change's pictures
+    s.cancel()
+
+
 def test_the_saved_pictures_hold_every_view(explorer):
     ex = explorer(lambda x: anp.sin(x) * x, anp.linspace(0, 1, 3))
     ex.fill_views()
@@ -762,3 +791,31 @@ def test_the_status_counts_no_view_left_once_a_tab_click_drew_the_last(explorer)
     show(ex, last)  # the click draws it
     assert not ex._dirty and not ex.fill_one()
     assert 'data-todo="0"' in ex.status.value
+
+
+def test_hand_over_waits_for_the_iopub_thread(monkeypatch):
+    """A frame published from the worker is sent by the kernel's IOPub thread before the
+    worker computes on: hand_over returns once an event queued behind it has run."""
+    import sys
+    import threading
+
+    from gradexplorer.explorer.worker import hand_over
+
+    ran = []
+
+    class IOPub:  # ipykernel's IOPubThread: a thread running what is scheduled, in order
+        def __init__(self):
+            self.thread = threading.Thread(target=lambda: None)
+            self.thread.start()
+            self.thread.join()
+            self.thread.is_alive = lambda: True
+
+        def schedule(self, f):
+            threading.Timer(0.02, lambda: (ran.append("sent"), f())).start()
+
+    shell = types.SimpleNamespace(kernel=types.SimpleNamespace(iopub_thread=IOPub()))
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    hand_over()
+    assert ran == ["sent"]
+    shell.kernel.iopub_thread = None  # no IOPub thread: a short pause, no error
+    hand_over()

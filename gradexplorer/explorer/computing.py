@@ -18,15 +18,13 @@ from ..fd.steps import default_step
 from . import maps
 from .html import badge_html, status_html, worst_html
 from .registry import VIEW_NAMES
-from .worker import Cancelled, cancellable
+from .worker import Cancelled, cancellable, hand_over
 
 __all__ = ["Computing", "SLOW_CHECK"]
 
 #: A check that took longer than this (seconds) gets the Check view's AD Jacobian shown
 #: first; a shorter one is shown as one picture.
 SLOW_CHECK = 0.05
-#: Seconds the worker pauses after sending a frame, for the IOPub thread to send it.
-HAND_OVER = 0.001
 
 
 class Computing:
@@ -58,6 +56,9 @@ class Computing:
 
     def _compute(self, request) -> None:
         generation, args, settings = request
+        if self._worker is not None:
+            # the change's echo and "busy" leave the kernel before the check takes the GIL
+            hand_over()
         f = cancellable(self.f, lambda: self._is_current(generation))
         first = self._jacobian_first()
         showing = 0.0  # seconds spent sending that early Jacobian, inside the check's time
@@ -129,9 +130,7 @@ class Computing:
             spec, slots = maps.check_frame(None, key, early=A, last=pane.spec)
         labels = self.labels() if self.report is not None and self.report.shape == A.shape else None
         pane.show(self.decorate(spec), slots, labels=labels)
-        # the frame leaves the kernel when its IOPub thread gets the GIL; the check going
-        # on in this thread held it for 15-20 ms a frame: a millisecond's pause hands it over
-        time.sleep(HAND_OVER)
+        hand_over()  # on its way before the check goes on
 
     def _withdraw_first(self, view: str | None) -> None:
         """The check failed: the Jacobian shown first goes back to the last good point's."""
@@ -149,6 +148,8 @@ class Computing:
         self._select_worst()
         # the picture first: the words below it are a few small messages more
         self._redraw_visible()
+        if self._worker is not None:
+            hand_over()
         self.error.value = ""
         self.note.value = self._method_note()
         self._set_stale(False)
