@@ -23,15 +23,8 @@ from ..core.outputs import output_layout
 from .computing import Computing
 from .controls import close_tree, label_methods, make_controls
 from .drawing import ViewDrawing
-from .html import (
-    SAVED_NOTE,
-    STYLE,
-    entry_html,
-    error_html,
-    point_text,
-    stale_badge_html,
-    status_html,
-)
+from .html import SAVED_NOTE, STYLE, status_html
+from .notices import Notices
 from .pane import Pane
 from .pictures import Pictures
 from .points import along, point_from, point_sliders
@@ -76,7 +69,7 @@ def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any)
     return Explorer(f, *args, wrt=wrt, **options)
 
 
-class Explorer(Computing, ViewDrawing, W.VBox):
+class Explorer(Computing, ViewDrawing, Notices, W.VBox):
     """Jacobian / Check / Complex / Hessian / Step sweep / Where / Graph / Landscape /
     Linear map views with live controls.
 
@@ -357,37 +350,6 @@ class Explorer(Computing, ViewDrawing, W.VBox):
     def wait(self, timeout: float | None = 60) -> bool:
         """Block until the newest change is computed and drawn (False on timeout)."""
         return True if self._worker is None else self._worker.wait(timeout)
-
-    # ------------------------------------------------------------ text
-
-    def _show_entry(self) -> None:
-        r = self.report
-        if r is not None and r.analytic is not None:
-            i, j = min(self.row.value, r.shape[0] - 1), min(self.col.value, r.shape[1] - 1)
-            self.entry_info.value = entry_html(r, i, j)
-
-    def _show_error(self, exc: BaseException, where: str = "") -> None:
-        self.error.value = error_html(exc, where)
-
-    def _fail(self, exc: BaseException, where: str, args: tuple | None = None) -> None:
-        """Show the error, naming the point; keep the last pictures, dimmed and marked."""
-        point = point_text(self.input_names, [args[s] for s in self.argnums]) if args else ""
-        self.error.value = error_html(exc, where or (f"at {point}" if point else ""))
-        if self.report is not None:
-            self._set_stale(True)
-            self.badge.value = stale_badge_html(point_text(self.input_names, self._last_point()))
-        else:
-            self.badge.value = stale_badge_html("")
-
-    def _last_point(self) -> list:
-        return [self.args[s] for s in self.argnums] if getattr(self, "args", None) else []
-
-    def _set_stale(self, stale: bool) -> None:
-        self.stale = stale
-        if stale:
-            self.tabs.add_class("gx-stale")
-        else:
-            self.tabs.remove_class("gx-stale")
 
     # ------------------------------------------------------------ lifetime
 
