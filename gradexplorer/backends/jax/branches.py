@@ -17,16 +17,17 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from jax._src import array as _array
-from jax._src import core as _core
+import jax
+import jax.numpy as jnp
 
 from ..base import is_library_path
 
 __all__ = ["decisions_of", "replaying"]
 
 _CONVERSIONS = ("__bool__", "__int__", "__index__", "__float__", "__complex__")
-#: The classes whose conversions are answered: concrete arrays and every tracer.
-_CLASSES = (_array.ArrayImpl, _core.Tracer)
+#: The classes whose conversions are answered: concrete arrays (their class, taken from
+#: one: it is not public) and every tracer.
+_CLASSES = (type(jnp.zeros(())), jax.core.Tracer)
 
 
 def _from_user(library_dirs: tuple[str, ...]) -> bool:

@@ -85,17 +85,17 @@ class JaxOp:
 
 
 def _frames(eqn) -> tuple:
-    from jax._src import source_info_util
-
-    out = []
+    # the traceback jax keeps with each equation (innermost frame first); jax's own
+    # frames and other libraries' are left out by path
     try:
-        frames = list(source_info_util.user_frames(eqn.source_info.traceback))
+        frames = list(eqn.source_info.traceback.frames)
     except Exception:
         return ()
-    for fr in frames:
-        if not is_library_path(fr.file_name, _LIBRARIES):
-            out.append((fr.file_name, fr.start_line))
-    return tuple(out)
+    return tuple(
+        (fr.file_name, fr.line_num)
+        for fr in frames
+        if not is_library_path(fr.file_name, _LIBRARIES)
+    )
 
 
 def _jaxpr_of(fun: Callable, leaves: Sequence):
