@@ -56,7 +56,7 @@
       if (!['comm_msg', 'comm_open', 'comm_close'].includes(m.header.msg_type)) return;
       T.commLog.push({ t: Math.round(T.lastMsg), dir: args.direction, type: m.header.msg_type,
                        method: d.method, comm: (c.comm_id || '').slice(0, 8),
-                       keys: Object.keys(d.state || {}).slice(0, 6),
+                       keys: Object.keys(d.state || {}).slice(0, 12),
                        selected: d.state ? d.state.selected_index : undefined,
                        custom: T.customType(d), buffers: (m.buffers || []).length });
       if (T.commLog.length > 3000) T.commLog.shift();
