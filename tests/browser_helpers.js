@@ -227,6 +227,9 @@
     for (let i = 1; i < d.length; i++) if (d[i] !== first) return false;
     return true;
   };
+  // something a user can read: a picture, or a note (a pane waiting says "drawing…")
+  T.showing = (el) => Boolean(el) &&
+    (!T.blank(el) || (el.tagName === 'DIV' && el.textContent.trim() === 'drawing…'));
   // pure magenta #ff00ff (little-endian RGBA in a Uint32: 0xAABBGGRR), with a small
   // tolerance for anti-aliased edges; returns the count and the centroid
   T.magenta = (el) => {
@@ -274,9 +277,50 @@
     const original = CanvasRenderingContext2D.prototype[name];
     CanvasRenderingContext2D.prototype[name] = function (...args) {
       T.draws++;
+      if (name === 'fillRect' && covers(this, args)) this.canvas.__gxTexts = [];
       return original.apply(this, args);
     };
   }
+  // What was written on each canvas since its last whole repaint (a fill of all of it):
+  // the text, where, how wide in its font, how aligned. The tests measure the cell values
+  // against their cells from this, not from the page's own account of them.
+  const covers = (ctx, [x, y, w, h]) => {
+    const s = ctx.getTransform().a || 1;
+    return x <= 0 && y <= 0 && w * s >= ctx.canvas.width - 1 && h * s >= ctx.canvas.height - 1;
+  };
+  const fillText = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+    const written = { text: String(text), x, y, width: this.measureText(text).width,
+                      align: this.textAlign };
+    (this.canvas.__gxTexts ||= []).push(written);
+    return fillText.call(this, text, x, y, ...rest);
+  };
+  // The numbers written centred in a map's cells: each must fit between the centres of
+  // its neighbours in its row (a cell's width, as the cells were drawn).
+  const NUMBER = /^([-+]?(\d|\.\d|inf)|NaN$)/;
+  T.cellValues = (canvas) => {
+    const values = ((canvas && canvas.__gxTexts) || [])
+      .filter((t) => t.align === 'center' && NUMBER.test(t.text));
+    const rows = new Map();
+    for (const t of values) {
+      const key = Math.round(t.y * 2);
+      if (!rows.has(key)) rows.set(key, []);
+      rows.get(key).push(t);
+    }
+    const over = [];
+    let measured = 0;
+    for (const row of rows.values()) {
+      row.sort((a, b) => a.x - b.x);
+      row.forEach((t, i) => {
+        const cell = Math.min(i > 0 ? t.x - row[i - 1].x : Infinity,
+                              i < row.length - 1 ? row[i + 1].x - t.x : Infinity);
+        if (cell === Infinity) return;
+        measured++;
+        if (t.width > cell) over.push(`${t.text}: ${t.width.toFixed(1)} px in ${cell.toFixed(1)}`);
+      });
+    }
+    return { values: values.length, measured, overflow: over.length, examples: over.slice(0, 3) };
+  };
 
   // ------------------------------------------------------------------ geometry
   // The right edge a user can see: the output area, clipped by the notebook's scroller.

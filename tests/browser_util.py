@@ -212,6 +212,8 @@ class Session:
         self.contract_seen = False
         self.tab_set: list[str] | None = None
         self.console_errors: list[str] = []
+        #: what each checked view wrote in its cells (``__gxt.cellValues``), by "where/title"
+        self.cell_values: dict[str, dict] = {}
         page.on("console", self._on_console)
         page.on("pageerror", lambda exc: self._on_console(_PageError(f"Uncaught {exc}")))
         page.add_init_script(path=str(HELPERS))
@@ -526,6 +528,7 @@ class Session:
                 self.page.wait_for_function(
                     "([k, t]) => __gxt.currentTab(k) === t", arg=[k, title], timeout=10 * S
                 )
+                self._shown_at_once(k, title, where)
                 return hit
             except Exception:
                 after = self.js("([k, t]) => __gxt.tabHit(k, t)", [k, title])
@@ -595,6 +598,21 @@ class Session:
     def tab_titles(self, k: int) -> list[str]:
         return self.js("(k) => __gxt.tabTitles(k)", k)
 
+    def _shown_at_once(self, k: int, title: str, where: str) -> None:
+        """A tab just chosen shows its picture, or says it is drawing, within a second
+        (the first visit of the Check tab was blank for ~1.4 s)."""
+        try:
+            self.page.wait_for_function(
+                "(k) => __gxt.showing(__gxt.viewElement(__gxt.explorer(k)))", arg=k, timeout=S
+            )
+        except Exception:
+            self.soft(
+                False,
+                "a view stays blank for over a second after its tab is chosen (no 'drawing…')",
+                f"{where}/{title}",
+                shot=f"{where}_{title}_blank",
+            )
+
     def check_view(self, k: int, title: str, where: str, shot: str) -> None:
         """Show view ``title`` and check it as a user would look at it."""
         with self.step(f"{where}: view {title!r}"):
@@ -623,11 +641,13 @@ class Session:
             "explorer wider than its box (horizontal overflow)",
             f"{where}/{title} (+{geo['overflow']}px)",
         )
-        cells = self.js("(k) => { const p = __gxt.paneOf(k); return p ? {...p.dataset} : {}; }", k)
+        cells = self.js("(k) => __gxt.cellValues(__gxt.viewElement(__gxt.explorer(k)))", k)
+        self.cell_values[f"{where}/{title}"] = cells
         self.soft(
-            int(cells.get("cellOverflow") or 0) == 0,
+            cells["overflow"] == 0,
             "cell values overflow their cells",
-            f"{where}/{title} ({cells.get('cellOverflow')} of {cells.get('cellTexts')} values)",
+            f"{where}/{title} ({cells['overflow']} of {cells['measured']} values, "
+            f"e.g. {cells['examples']})",
         )
         if title in OUTLINED:
             m = self.js("(k) => __gxt.magenta(__gxt.viewElement(__gxt.explorer(k)))", k)

@@ -337,6 +337,29 @@ def _models_missing_from(notebook: Path) -> list[str]:
     return missing
 
 
+def _used_without_a_kernel(s: Session) -> None:
+    """A click and a wheel on every explorer's map once its kernel is shut down: the
+    panes have nowhere to send them, and say nothing in the console (they said "Cannot
+    send" there)."""
+    before = len(s.console_errors)
+    for k in range(s.js("() => __gxt.explorers().length")):
+        if s.js("(k) => __gxt.viewElement(__gxt.explorer(k))?.tagName !== 'CANVAS'", k):
+            continue
+        s.reveal(k)
+        box = s.js("(k) => __gxt.rect(__gxt.viewElement(__gxt.explorer(k)))", k)
+        x = box["left"] + box["width"] / 2
+        y = min(box["top"] + box["height"] / 2, VIEWPORT["height"] - 40)
+        s.page.mouse.click(x, y)
+        s.page.mouse.wheel(0, -120)
+    s.page.wait_for_timeout(1500)  # a zoomed map asks for its tile after a pause
+    errors = [e for e in s.console_errors[before:] if WIDGET_ERROR.search(e)]
+    s.soft(
+        not errors,
+        "errors in the console from explorers used after their kernel shut down",
+        "; ".join(errors[:3]),
+    )
+
+
 def _saved_explorers_shown(s: Session, name: str) -> int:
     """Wait until each saved explorer is on the page or its output says the widget
     manager did not find its model; returns how many said so."""
@@ -371,8 +394,10 @@ def _reopen_saved(s: Session, root: Path) -> None:
         )
         s.js(
             """async () => { const p = __gxt.panel(); await __gxt.save();
-                await p.sessionContext.shutdown(); p.close(); }"""
+                await p.sessionContext.shutdown(); }"""
         )
+        _used_without_a_kernel(s)
+        s.js("() => __gxt.panel().close()")
         s.wait(
             "(name) => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)') ||"
             " !(__gxt.panel() && __gxt.panel().context.path.endsWith(name))",
@@ -652,6 +677,12 @@ def _gallery(s: Session) -> None:
             s.settle(k, since=since, what=f"{where} to load and draw")
         s.check_contract(k, where)
         s.check_all_views(k, where, f"gallery_{name}")
+        cells = s.cell_values.get(f"{where}/Jacobian", {})
+        s.soft(
+            cells.get("measured", 0) > 0,
+            "a small Jacobian shows no values in its cells",
+            f"{where} ({cells})",
+        )
 
 
 # ---------------------------------------------------------------------- reload

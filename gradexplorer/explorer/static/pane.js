@@ -225,13 +225,12 @@ function render({ model, el }) {
       ctx.fillText(sp.title, W / 2, 14, W - 10);
     }
     const boxes = panelBoxes(sp, lb, W, H, win);
-    const record = { overflow: 0, texts: 0, skipped: 0 };
+    const record = { texts: 0, skipped: 0 };
     for (const b of boxes) paintPanel(ctx, b, sp, lb, win, record);
     if (sp.points) paintPoints(ctx, sp, W, H);
     if (target === canvas) {
       S.boxes = boxes;
       root.dataset.cellTexts = record.texts;
-      root.dataset.cellOverflow = record.overflow;
       root.dataset.cellSkipped = record.skipped;
       root.dataset.window = `${win.r0},${win.r1},${win.c0},${win.c1}`;
       // the window shown at full resolution by a tile (one that covers it, unpooled): an
@@ -306,7 +305,6 @@ function render({ model, el }) {
         }
         if (size < 9) { record.skipped++; continue; }
         record.texts++;
-        if (width > cw) record.overflow++;
         const k = lut ? colourIndex(norm(v), n) * 4 : 0;
         const lum = lut ? (0.299 * lut[k] + 0.587 * lut[k + 1] + 0.114 * lut[k + 2]) / 255 : 1;
         ctx.fillStyle = lum < 0.45 ? 'white' : 'black';
