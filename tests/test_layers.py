@@ -10,6 +10,9 @@ to ``gradexplorer.display.render``, imported inside the function.
 """
 
 import ast
+import re
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -161,3 +164,73 @@ def test_no_import_cycles_among_modules():
 def test_modules_are_small():
     big = {".".join(d): n for p, d in MODULES if (n := len(p.read_text().splitlines())) > 420}
     assert not big, f"split these by job: {big}"
+
+
+# -------------------------------------------------------------- public APIs only
+
+#: Attributes with a leading underscore that are not a library's private state: Python's
+#: and IPython's display protocols, and the package's own namespaced mark on a figure.
+NOT_PRIVATE = re.compile(r"_(repr_\w+_|ipython_display_|gradexplorer_\w+)")
+VIEW_MODULES = [(p, d) for p, d in MODULES if _layer(d) in ("display", "explorer")]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_uses(path: Path) -> list[str]:
+    """``obj._name`` on anything but ``self``/``cls``, and private names or modules
+    imported from another package: what a library's next release may change."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            if NOT_PRIVATE.fullmatch(node.attr):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [a.name for a in node.names]
+            if any(_private(part) for part in [*node.module.split("."), *names]):
+                found.append(f"line {node.lineno}: from {node.module} import {names}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path,dotted", VIEW_MODULES, ids=[".".join(d[1:]) for _, d in VIEW_MODULES]
+)
+def test_the_views_touch_no_private_api(path, dotted):
+    """ipympl's and matplotlib's private APIs were overridden for speed (get_diff_image,
+    _last_buff, make_image, ft2font's kerning): each release could break them."""
+    assert not _private_uses(path), f"{'.'.join(dotted)}: {_private_uses(path)}"
+
+
+def test_the_private_api_finder_finds_them(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from matplotlib._pylab_helpers import Gcf\n"
+        "from ipywidgets.widgets.widget import _remove_buffers\n"
+        "def f(canvas, fig, self):\n"
+        "    canvas._last_buff = None; fig._gradexplorer_height = 3\n"
+        "    return self._own, fig._repr_png_(), canvas.__class__\n"
+    )
+    assert [u.split(":")[0] for u in _private_uses(sample)] == ["line 1", "line 2", "line 4"]
+
+
+def test_the_explorer_runs_without_ipympl():
+    """No module of the package imports ipympl, the modules its workarounds lived in are
+    gone, and an explorer made and moved loads neither ipympl nor pyplot."""
+    for path, dotted in MODULES:
+        assert not [m for m, _ in _imports(path, dotted) if m.split(".")[0] == "ipympl"], path
+    gone = {"cellimage.py", "celltext.py", "figures.py"}
+    assert not gone & {p.name for p in ROOT.rglob("*.py")}
+    assert not any("FastCanvas" in p.read_text() for p in ROOT.rglob("*.py"))
+    code = (
+        "import sys, autograd.numpy as anp, gradexplorer as gx\n"
+        "e = gx.explore(lambda x: anp.tanh(x) * x, anp.ones(3))\n"
+        "e.fill_views()\n"
+        "bad = [m for m in ('ipympl', 'matplotlib.pyplot') if m in sys.modules]\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -6,6 +6,7 @@ page would get it.
 """
 
 import gc
+import json
 import types
 
 import autograd.numpy as anp
@@ -35,13 +36,20 @@ def page_array(pane, slot, spec_panel=None):
     return data.reshape(p["rows"], p["cols"])
 
 
-def sent_keys(pane):
-    """Record the traits each frame sends to the page (one list per message)."""
+def sent_traits(pane):
+    """Record what each frame sends to the page: one dict per message, trait -> bytes on
+    the wire (a buffer's length, else its JSON's)."""
     sent = []
     real = pane.send_state
 
+    def size(value):
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return len(memoryview(value))
+        return len(json.dumps(value))
+
     def spy(key=None):
-        sent.append(sorted([key] if isinstance(key, str) else key or []))
+        keys = [key] if isinstance(key, str) else list(key or [])
+        sent.append({k: size(getattr(pane, k)) for k in keys})
         return real(key)
 
     pane.send_state = spy
@@ -274,7 +282,7 @@ def test_the_page_colours_with_matplotlibs_own_maps_and_scales():
 def test_a_move_sends_only_what_changed(explorer):
     ex = explorer(lambda x: anp.sin(x) * x, anp.linspace(0, 1, 3))
     pane = ex.panes["Jacobian"]
-    sent = sent_keys(pane)
+    sent = sent_traits(pane)
     ex.point_sliders[0].value = 0.7
     keys = set().union(*sent)
     assert keys <= {"spec", "b0", "b1", "b2", "b3", "b4"}  # no labels, no colormaps again
@@ -282,6 +290,29 @@ def test_a_move_sends_only_what_changed(explorer):
     ex.row.value = 2  # a new selection: the outline moves, no numbers are sent
     assert sent and set().union(*sent) == {"spec"}
     assert pane.spec["selection"] == [2, 0]
+
+
+def test_a_frame_sends_only_the_numbers_that_changed(explorer):
+    """On the wire: float32 maps (256 KB for 256 x 256, never JSON lists or PNG), each
+    sent again only when its numbers changed; a selection sends no numbers."""
+    A = np.random.default_rng(0).standard_normal((256, 256)) / 16
+    ex = explorer(lambda x: anp.tanh(A @ x), np.linspace(-1, 1, 256))
+    pane = show(ex, "Check")
+    slots = [k for k in ("b0", "b1", "b2", "b3", "b4") if getattr(pane, k)]
+    sent = sent_traits(pane)
+    ex.scale.value = 2.0  # a new point: every map changes
+    assert [set(m) - {"spec"} for m in sent] == [set(slots)]
+    assert all(sent[0][k] == 256 * 256 * 4 for k in slots) and sent[0]["spec"] < 4096
+    before = {k: bytes(getattr(pane, k)) for k in slots}
+    sent.clear()
+    ex.own_rtol.value = True  # the same numbers under another tolerance
+    changed = {k for k in slots if bytes(getattr(pane, k)) != before[k]}
+    assert changed and len(changed) < len(slots)  # the violation changes, not J or its FD
+    assert set().union(*sent) - {"spec"} == changed
+    jac = show(ex, "Jacobian")
+    sent = sent_traits(jac)
+    ex.row.value = 7
+    assert sent and set().union(*sent) == {"spec"} and sum(sent[0].values()) < 4096
 
 
 def test_one_verdict_the_explorer_uses_the_checkers_defaults(explorer):
