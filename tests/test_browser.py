@@ -613,6 +613,41 @@ def _zoom(s: Session, k: int, where: str, pooled: bool) -> None:
             what="a double click to show the whole map again",
         )
         s.page.mouse.move(5, 5)
+    if not pooled:
+        _zoom_to_entry(s, k, where, full)
+
+
+def _zoom_to_entry(s: Session, k: int, where: str, full: str) -> None:
+    """ "zoom to entry" on a 256 x 256 map shows the 17 x 17 entries around the selected
+    one (it narrowed a 2x2-pooled picture: blocks, no values); unticked, the whole map."""
+    tick = """(k) => [...__gxt.explorer(k).querySelectorAll('.widget-checkbox')]
+        .find(c => c.textContent.includes('zoom to entry')).querySelector('input')"""
+    with s.step(f"{where}: zoom to entry"):
+        s.page.evaluate_handle(tick, k).as_element().click()
+        s.wait(
+            """(k) => { const [r0, r1, c0, c1] = __gxt.paneOf(k).dataset.window.split(',')
+                .map(Number); return r1 - r0 === 17 && c1 - c0 === 17; }""",
+            k,
+            timeout=30,
+            what="the 17 x 17 cells around the selected entry",
+            state="(k) => __gxt.paneOf(k).dataset.window",
+        )
+        s.reveal(k)
+        tip = s.hover(k, 0.5, 0.5)
+        s.soft(
+            "block around" not in tip["text"],
+            "zoom to entry shows pooled blocks, not entries",
+            f"{where}: {tip['text']!r}",
+        )
+        s.shot(f"{where.replace('/', '_')}_zoom_to_entry")
+        s.page.mouse.move(5, 5)
+        s.page.evaluate_handle(tick, k).as_element().click()
+        s.wait(
+            "([k, full]) => __gxt.paneOf(k).dataset.window === full",
+            [k, full],
+            timeout=30,
+            what="the whole map again once 'zoom to entry' is unticked",
+        )
 
 
 def _exception_and_recovery(s: Session) -> None:
