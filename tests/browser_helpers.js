@@ -432,7 +432,7 @@
   // did one last move, and by how much.
   T.audit = null;
   T.startAudit = () => {
-    const a = { t0: performance.now(), last: null, moves: 0, maxJump: 0, prev: null, stop: false, log: [] };
+    const a = { t0: performance.now(), last: null, moves: 0, maxJump: 0, prev: null, stop: false, log: [], tail: [] };
     T.audit = a;
     const frame = () => {
       if (a.stop) return;
@@ -444,7 +444,9 @@
           const jump = Math.abs(y - a.prev[i]);
           if (jump > 1) {
             a.moves++; a.last = performance.now(); a.maxJump = Math.max(a.maxJump, jump);
-            if (a.log.length < 40) a.log.push([Math.round(a.last - a.t0), i, a.prev[i], y]);
+            const move = [Math.round(a.last - a.t0), i, a.prev[i], y];
+            if (a.log.length < 40) a.log.push(move);
+            a.tail = [...a.tail.slice(-9), [...move, T.describe(T.viewElement(T.explorers()[i]))]];
           }
         });
       }

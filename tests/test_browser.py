@@ -345,13 +345,17 @@ def _used_without_a_kernel(s: Session) -> None:
     for k in range(s.js("() => __gxt.explorers().length")):
         if s.js("(k) => __gxt.viewElement(__gxt.explorer(k))?.tagName !== 'CANVAS'", k):
             continue
-        s.reveal(k)
+        # scrolled there without reveal(), which marks a cell's output "not scrolled" (an
+        # edit: the notebook would ask to be saved on closing)
+        s.js("(k) => __gxt.viewElement(__gxt.explorer(k)).scrollIntoView({block: 'center'})", k)
         box = s.js("(k) => __gxt.rect(__gxt.viewElement(__gxt.explorer(k)))", k)
         x = box["left"] + box["width"] / 2
         y = min(box["top"] + box["height"] / 2, VIEWPORT["height"] - 40)
         s.page.mouse.click(x, y)
         s.page.mouse.wheel(0, -120)
     s.page.wait_for_timeout(1500)  # a zoomed map asks for its tile after a pause
+    dirty = s.js("() => __gxt.panel().context.model.dirty")
+    s.log(f"used without a kernel; the notebook dirty: {dirty}")
     errors = [e for e in s.console_errors[before:] if WIDGET_ERROR.search(e)]
     s.soft(
         not errors,
@@ -404,6 +408,9 @@ def _reopen_saved(s: Session, root: Path) -> None:
             name,
             timeout=60,
             what=f"{name} to close",
+            state="""() => { const p = __gxt.panel(), d = document.querySelector('.jp-Dialog');
+                return {path: p && p.context.path, dirty: p && p.context.model.dirty,
+                        dialog: d && d.textContent.slice(0, 300)}; }""",
         )
     overwrites = s.js("() => __gxt.overwrites")
     if overwrites:
@@ -759,7 +766,9 @@ def _reload(s: Session, timings: dict) -> None:
         s.soft(
             audit["last"] <= idle_at,
             "tab bars still moving after every explorer said idle (clicks land elsewhere)",
-            f"reload ({(audit['last'] - idle_at) / 1000:.1f} s later)",
+            f"reload ({(audit['last'] - idle_at) / 1000:.2f} s later; the last moves (ms from "
+            f"Run All, explorer, y0, y1, its view): "
+            f"{[m for m in audit['tail'] if m[0] >= idle_at - audit['t0'] - 100]})",
         )
     s.shot("reload_page")
     for k in (GALLERY, RAISES):  # the lowest explorers, as in the issue
