@@ -490,13 +490,17 @@ def test_views_that_need_the_operators_ask_the_backends_capabilities():
 
 def test_a_pane_says_drawing_before_its_first_numbers():
     from gradexplorer.explorer.pane import Pane
+    from gradexplorer.explorer.registry import pending_spec
 
     assert Pane().spec == {"kind": "pending", "text": "drawing…"}
-    ex = gx.explore(lambda x: anp.sin(x), np.ones(2), asynchronous=True)
-    try:  # the height of the picture to come: nothing below moves when it comes
-        assert (
-            ex.panes["Check"].spec["height"] == 680 or ex.panes["Check"].spec["kind"] != "pending"
-        )
+    ex = gx.explore(lambda x: anp.sin(x), np.ones(2))
+    try:  # the first view drawn, every other one waiting at the height of its picture
+        assert ex.panes["Jacobian"].spec["kind"] == "maps"
+        for name in VIEW_NAMES[1:]:
+            assert ex.panes[name].spec == pending_spec(name), name
+        assert ex.panes["Check"].spec == {"kind": "pending", "text": "drawing…", "height": 680}
+        ex.fill_views()
+        assert all(p.spec["kind"] != "pending" for p in ex.panes.values())
     finally:
         ex.close()
 
