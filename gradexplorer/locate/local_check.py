@@ -108,68 +108,21 @@ def _is_plumbing(rec: OpRecord) -> bool:
 
 def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[OpVerdict, float, str]:
     """``(verdict, violation, reason)`` of one operation along the given tangents
-    (``reason`` says why an operation was not checked)."""
+    (``reason`` says why an operation was not checked): its finite differences along
+    each tangent, then its VJP, then its JVP where it has one."""
     if _is_plumbing(rec) or rec.name in ("container_untake", "sparse_add"):
         return BOOKKEEPING, onp.nan, "autograd's internal gradient bookkeeping"
-    out_leaves = float_leaves(rec.value)
-    if not out_leaves:
+    if not float_leaves(rec.value):
         return _NOT, onp.nan, "its output is not a float array"
     if not any(t is not None for tans in tangent_sets for _, tl in tans for t in tl):
         return _NOT, onp.nan, "its inputs do not move with f's input"
-    # scale the tangents to a step of ~2^-8 of the arguments' size
-    K = len(tangent_sets)
-    arg_scale = (
-        max(
-            (
-                float(onp.max(onp.abs(leaf), initial=0.0))
-                for a in rec.argnums
-                for leaf in float_leaves(rec.args[a])
-            ),
-            default=1.0,
-        )
-        or 1.0
-    )
-    scaled = []
-    for tans in tangent_sets:
-        tmax = max(
-            (
-                float(onp.max(onp.abs(t), initial=0.0))
-                for _, tl in tans
-                for t in tl
-                if t is not None
-            ),
-            default=0.0,
-        )
-        c = arg_scale / tmax if tmax > 0 else 0.0
-        scaled.append([(tree, [None if t is None else t * c for t in tl]) for tree, tl in tans])
-    y0 = onp.concatenate([real_vector(v) for v in out_leaves])
-
-    def evaluate(E: onp.ndarray) -> onp.ndarray:
-        rows = []
-        for w in E:
-            y = backend.op_eval(rec, _perturbed_args(rec, scaled, w))
-            leaves = float_leaves(y)
-            rows.append(
-                onp.concatenate([real_vector(v) for v in leaves])
-                if leaves
-                else onp.full(y0.size, onp.nan)
-            )
-        return onp.asarray(rows, dtype=float)
-
-    x0 = onp.zeros(K)
-    steps = onp.full(K, 2.0**-8)
-    spacing = onp.full(K, onp.finfo(float).smallest_subnormal)
+    scaled = _scaled_tangents(rec, tangent_sets)
     eps = _eps_of(rec.value)
     try:
-        with onp.errstate(all="ignore"):
-            N, E, R, _, _ = fd_columns(
-                evaluate, x0, y0, steps, spacing, "richardson", out_eps=eps, rng=gen
-            )
+        N, E = _op_differences(rec, scaled, backend, eps, gen)
     except Exception as exc:
         return _NOT, onp.nan, f"it fails on nearby inputs ({type(exc).__name__})"
     rt = RTOL_ULPS * max(eps, max(_eps_of(rec.args[a]) for a in rec.argnums))
-    worst, verdict = 0.0, OpVerdict.OK
-    # reverse mode, along each tangent
     try:
         u = _random_cotangent(rec.value, gen)
         cots = backend.op_vjp(rec, u)
@@ -177,42 +130,86 @@ def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[OpVerdic
         return _NOT, onp.nan, str(exc)
     except Exception as exc:
         return _NOT, onp.nan, f"its VJP raised {type(exc).__name__}"
-    ur = _u_real(u, rec.value)
-    judged = False
-    for k, tans in enumerate(scaled):
-        a = sum(_pair(c, t) for c, t in zip(cots, tans))
-        ok = onp.isfinite(E[:, k])
-        if not ok.any():
-            continue
-        n = float(ur[ok] @ N[ok, k])
-        e = float(onp.abs(ur[ok]) @ E[ok, k])
-        mag = max(abs(a), abs(n))
-        v = abs(a - n) / (FD_SAFETY * e + rt * mag + onp.finfo(float).tiny)
-        judged = True
-        worst = max(worst, v)
-    if not judged:
+    worst = _reverse_violation(rec, u, cots, scaled, N, E, rt)
+    if worst is None:
         return _NOT, onp.nan, "finite differences cannot resolve it here (kink, jump or noise)"
     if worst > 1:
         return OpVerdict.WRONG_VJP, worst, ""
-    # forward mode, where a rule exists
+    forward = _forward_violation(rec, scaled, N, E, rt, backend)
+    if forward > 1:
+        return OpVerdict.WRONG_JVP, max(worst, forward), ""
+    return OpVerdict.OK, worst, ""
+
+
+def _largest(arrays) -> float:
+    return max((float(onp.max(onp.abs(a), initial=0.0)) for a in arrays), default=0.0)
+
+
+def _scaled_tangents(rec: OpRecord, tangent_sets) -> list:
+    """Each set of tangents scaled to the size of the operation's arguments (the
+    finite differences' base step, 2^-8, is then relative to them)."""
+    arg_scale = _largest(leaf for a in rec.argnums for leaf in float_leaves(rec.args[a])) or 1.0
+    scaled = []
+    for tans in tangent_sets:
+        tmax = _largest(t for _, tl in tans for t in tl if t is not None)
+        c = arg_scale / tmax if tmax > 0 else 0.0
+        scaled.append([(tree, [None if t is None else t * c for t in tl]) for tree, tl in tans])
+    return scaled
+
+
+def _op_differences(rec: OpRecord, scaled, backend, eps, gen):
+    """The operation's directional derivatives along each scaled tangent, and their
+    error bounds: ``(N, E)``, one column per tangent, one row per real output entry."""
+    y0 = onp.concatenate([real_vector(v) for v in float_leaves(rec.value)])
+
+    def evaluate(E: onp.ndarray) -> onp.ndarray:
+        rows = []
+        for w in E:
+            leaves = float_leaves(backend.op_eval(rec, _perturbed_args(rec, scaled, w)))
+            rows.append(
+                onp.concatenate([real_vector(v) for v in leaves])
+                if leaves
+                else onp.full(y0.size, onp.nan)
+            )
+        return onp.asarray(rows, dtype=float)
+
+    K = len(scaled)
+    spacing = onp.full(K, onp.finfo(float).smallest_subnormal)
+    with onp.errstate(all="ignore"):
+        N, E, _, _, _ = fd_columns(
+            evaluate, onp.zeros(K), y0, onp.full(K, 2.0**-8), spacing, "richardson",
+            out_eps=eps, rng=gen,
+        )  # fmt: skip
+    return N, E
+
+
+def _reverse_violation(rec, u, cots, scaled, N, E, rt) -> float | None:
+    """The worst violation of uᵀ(J t) by the VJP's cotangents, over the tangents the
+    finite differences resolved (None: none)."""
+    ur = _u_real(u, rec.value)
+    worst = None
+    for k, tans in enumerate(scaled):
+        ok = onp.isfinite(E[:, k])
+        if not ok.any():
+            continue
+        a = sum(_pair(c, t) for c, t in zip(cots, tans))
+        n = float(ur[ok] @ N[ok, k])
+        e = float(onp.abs(ur[ok]) @ E[ok, k])
+        v = abs(a - n) / (FD_SAFETY * e + rt * max(abs(a), abs(n)) + onp.finfo(float).tiny)
+        worst = v if worst is None else max(worst, v)
+    return worst
+
+
+def _forward_violation(rec, scaled, N, E, rt, backend) -> float:
+    """The worst violation of J t by the operation's JVP, entry by entry (0 where it
+    has no forward rule)."""
+    worst = 0.0
     for k, tans in enumerate(scaled):
         try:
             jv = backend.op_jvp(
-                rec,
-                [
-                    unflatten(
-                        tree,
-                        [
-                            onp.zeros_like(x) if t is None else t
-                            for x, t in zip(flatten(rec.args[a])[0], tl)
-                        ],
-                    )
-                    for a, (tree, tl) in zip(rec.argnums, tans)
-                ],
+                rec, [_tangent_tree(rec, a, tree, tl) for a, (tree, tl) in zip(rec.argnums, tans)]
             )
-        except NotImplementedError:
-            break
-        except Exception:
+        except Exception:  # NotImplementedError included: no forward rule to judge
             break
         jl = float_leaves(jv)
         if not jl:
@@ -225,11 +222,17 @@ def check_operation(rec: OpRecord, tangent_sets, gen, backend) -> tuple[OpVerdic
             v = onp.abs(jr - N[:, k]) / (
                 FD_SAFETY * E[:, k] + rt * onp.abs(jr) + onp.finfo(float).tiny
             )
-        vmax = float(onp.max(v[ok], initial=0.0))
-        if vmax > 1:
-            verdict = OpVerdict.WRONG_JVP
-            worst = max(worst, vmax)
-    return verdict, worst, ""
+        worst = max(worst, float(onp.max(v[ok], initial=0.0)))
+    return worst
+
+
+def _tangent_tree(rec: OpRecord, argnum: int, tree, tangents):
+    """One argument's tangent in the argument's own structure (zeros where it does
+    not move)."""
+    leaves = flatten(rec.args[argnum])[0]
+    return unflatten(
+        tree, [onp.zeros_like(x) if t is None else t for x, t in zip(leaves, tangents)]
+    )
 
 
 def culprit_report(rec: OpRecord, rng, backend) -> CheckReport | None:
