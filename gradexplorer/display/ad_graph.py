@@ -172,6 +172,28 @@ def _code(node: Any) -> str:
     return f"{node.source}:  {node.code}" if node.source else f"{node.name} = {node.expr}"
 
 
+def _draw_nodes(ax: Any, sweeps: Any, lay: Any, top: float) -> tuple[list, list, list, list]:
+    """Each node's box and its three lines (head, value, derivative: filled per step)."""
+    boxes, heads, values, derivs = [], [], [], []
+    kw = dict(family="monospace", fontsize=FONT, va="center", ha="left", zorder=4)
+    for node in sweeps.nodes:
+        xc, yc = lay.centres[node.index]
+        w = lay.widths[node.index]
+        x, y = _MARGIN + xc, yc - top
+        box = FancyBboxPatch(
+            (x - w / 2, y - BOX_H / 2), w, BOX_H, boxstyle="round,pad=0,rounding_size=0.07",
+            zorder=3,
+        )  # fmt: skip
+        ax.add_patch(box)
+        boxes.append(box)
+        head, value = node_lines(node, lay.chars[node.index])
+        left = x - w / 2 + PAD
+        heads.append(ax.text(left, y + LINE, head, weight="bold", **kw))
+        values.append(ax.text(left, y, value, **kw))
+        derivs.append(ax.text(left, y - LINE, "", **kw))
+    return boxes, heads, values, derivs
+
+
 def plot_ad_sweep(
     sweeps: Any, *, mode: str = "forward", step: int = 0, fig: Figure | None = None
 ) -> ADGraphArtists:
@@ -228,23 +250,7 @@ def plot_ad_sweep(
     ax.set_ylim(-H, 0)
     ax.set_axis_off()
 
-    boxes, heads, values, derivs = [], [], [], []
-    for node in sweeps.nodes:
-        xc, yc = lay.centres[node.index]
-        w = lay.widths[node.index]
-        x, y = _MARGIN + xc, yc - top
-        box = FancyBboxPatch(
-            (x - w / 2, y - BOX_H / 2), w, BOX_H, boxstyle="round,pad=0,rounding_size=0.07",
-            zorder=3,
-        )  # fmt: skip
-        ax.add_patch(box)
-        boxes.append(box)
-        head, value = node_lines(node, lay.chars[node.index])
-        kw = dict(family="monospace", fontsize=FONT, va="center", ha="left", zorder=4)
-        left = x - w / 2 + PAD
-        heads.append(ax.text(left, y + LINE, head, weight="bold", **kw))
-        values.append(ax.text(left, y, value, **kw))
-        derivs.append(ax.text(left, y - LINE, "", **kw))
+    boxes, heads, values, derivs = _draw_nodes(ax, sweeps, lay, top)
     edges = {}
     for p, c in sweeps.edges:
         edges[p, c] = ax.add_patch(

@@ -101,6 +101,30 @@ def _side_text(c: Any, width: float) -> str:
     return "\n".join(textwrap.fill(t, chars) for t in said)
 
 
+def _draw_head(ax: Any, head: list, width: float) -> float:
+    """The lines above the graph (the culprit, its code in a box); returns the y below
+    them."""
+    y = 0.0
+    code_chars = int((width - 0.1) / (MONO * (_LABEL + 0.5) / _LABEL))
+    for kind, text in head:
+        if kind == "code":
+            ax.text(
+                0.03,
+                y - 0.13,
+                fit(text, code_chars),
+                family="monospace",
+                fontsize=_LABEL + 0.5,
+                va="center",
+                ha="left",
+                clip_on=False,
+                bbox=dict(boxstyle="round,pad=0.25", fc="#fff3e8", ec="#e66101", lw=0.8),
+            )
+        else:
+            ax.text(0, y - 0.1, text, fontsize=_LABEL + 0.5, va="center", ha="left", clip_on=False)
+        y -= _ITEM_H[kind]
+    return y
+
+
 def plot_localization(loc: Any, fig: Any = None) -> Figure:
     """Draw the traced operations by line of code, coloured by verdict, and the culprit's check.
 
@@ -165,24 +189,7 @@ def plot_localization(loc: Any, fig: Any = None) -> Figure:
     # the main title (``get_title()``), moved to the left edge: a long one is wrapped
     # to the figure's width from there, never cut off on the left
     ax.set_title(title, fontsize=_TITLE, pad=5, ha="left", x=0.0)
-    y = 0.0
-    code_chars = int((W - 2 * margin - 0.1) / (MONO * (_LABEL + 0.5) / _LABEL))
-    for kind, text in head:
-        if kind == "code":
-            ax.text(
-                0.03,
-                y - 0.13,
-                fit(text, code_chars),
-                family="monospace",
-                fontsize=_LABEL + 0.5,
-                va="center",
-                ha="left",
-                clip_on=False,
-                bbox=dict(boxstyle="round,pad=0.25", fc="#fff3e8", ec="#e66101", lw=0.8),
-            )
-        else:
-            ax.text(0, y - 0.1, text, fontsize=_LABEL + 0.5, va="center", ha="left", clip_on=False)
-        y -= _ITEM_H[kind]
+    y = _draw_head(ax, head, W - 2 * margin)
     _legend(ax, y - 0.15)
     y -= 0.32
     _draw_rows(ax, shown, y, graph_w, c)
