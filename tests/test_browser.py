@@ -21,6 +21,7 @@ browser downloads here): skipped without it, a failure under CI=true.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import re
@@ -36,6 +37,7 @@ from browser_util import (
     ROOT,
     VIEWPORT,
     Findings,
+    S,
     Session,
     jupyterlab,
     median,
@@ -181,7 +183,12 @@ def _all_done(s: Session, timeout: float = 300) -> None:
 
 
 def _verdict(s: Session, k: int, word: str, where: str) -> None:
-    """The badge says ``word`` (PASSED / FAILED / STALE)."""
+    """The badge says ``word`` (PASSED / FAILED / STALE), within a few seconds: the
+    badge and the error box are widgets of their own, each updated by its own message."""
+    says = """([k, word]) => { const b = __gxt.text(__gxt.explorer(k), '.gx-badge');
+        return b === null ? __gxt.explorer(k).textContent.includes(word) : b.startsWith(word); }"""
+    with contextlib.suppress(Exception):
+        s.page.wait_for_function(says, arg=[k, word], timeout=10 * S)
     badge = s.js("(k) => __gxt.text(__gxt.explorer(k), '.gx-badge')", k)
     if badge is None:  # no contract badge yet: the explorer's text
         text = s.js("(k) => __gxt.explorer(k).textContent", k)

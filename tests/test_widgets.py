@@ -514,8 +514,12 @@ def test_an_error_marks_the_views_stale_names_the_point_and_recovers(explorer):
     ex = explorer(f, np.array([0.5, 1.0]))
     assert "PASSED" in ex.badge.value
     before = ex.panes["Jacobian"].b0
+    order = []
+    ex.badge.observe(lambda c: order.append("badge"), "value")
+    ex.error.observe(lambda c: order.append("error"), "value")
     ex.point_sliders[0].value = 2.5
     assert "x[0] too big" in ex.error.value and "x = [2.5, 1]" in ex.error.value
+    assert order == ["badge", "error"]  # the page never shows the error beside a PASSED
     assert "STALE" in ex.badge.value and "PASSED" not in ex.badge.value
     assert "x = [0.5, 1]" in ex.badge.value  # the point the pictures still show
     assert "gx-stale" in ex.tabs._dom_classes

@@ -24,12 +24,14 @@ class Notices:
     def _fail(self, exc: BaseException, where: str, args: tuple | None = None) -> None:
         """Show the error, naming the point; keep the last pictures, dimmed and marked."""
         point = point_text(self.input_names, [args[s] for s in self.argnums]) if args else ""
-        self.error.value = error_html(exc, where or (f"at {point}" if point else ""))
+        # the badge first: the page gets the messages in order, so wherever the error
+        # shows, the badge already says STALE (never a PASSED beside an error)
         if self.report is not None:
             self._set_stale(True)
             self.badge.value = stale_badge_html(point_text(self.input_names, self._last_point()))
         else:
             self.badge.value = stale_badge_html("")
+        self.error.value = error_html(exc, where or (f"at {point}" if point else ""))
 
     def _last_point(self) -> list:
         return [self.args[s] for s in self.argnums] if getattr(self, "args", None) else []
