@@ -315,3 +315,45 @@ def test_the_screened_staircase_detector_gives_the_unscreened_numbers(seed):
     want = np.stack([output_quantum(F[i], y0, eps) for i in range(k)])
     np.testing.assert_array_equal(got, want)
     assert np.all(got[:, 1] > 0) and np.all(got[:, 2] == 0) and np.all(got[:, 0] == 0)
+
+
+def test_noise_is_rarely_read_far_below_its_level():
+    """f's noise per output is read from few samples; an output read 10x too quiet
+    makes its finite differences look inconsistent or wrong where they are not. Over
+    20,000 outputs of pure noise (σ = 1e-10 on a smooth f), the estimate falls below
+    σ/8 for at most a few (the smallest σ_k of orders 3..8, as before, did so for 226,
+    1.1%, and a dense 2000-output check shrank its steps for them)."""
+    from gradexplorer.fd.noise import estimate_noise
+
+    m, sigma = 20_000, 1e-10
+    noise = np.random.default_rng(0)
+    weights = np.linspace(0.5, 2.0, m)
+
+    def f(X):
+        X = np.atleast_2d(X)
+        smooth = np.sin(X.sum(axis=1, keepdims=True) * weights)
+        return smooth + sigma * noise.standard_normal((X.shape[0], m))
+
+    x0 = np.array([0.3, -0.2])
+    est, nfev = estimate_noise(f, x0, np.full(2, 1e-4), rng=0)
+    assert nfev == 16
+    ratio = est / sigma
+    assert np.sum(ratio < 1 / 8) <= 10, np.sort(ratio)[:20]
+    assert np.sum(ratio < 1 / 4) <= 40, np.sort(ratio)[:50]
+    assert 0.8 < np.median(ratio) < 1.2
+    assert np.sum(ratio > 3) <= 10  # and not made safe by reading it high
+
+
+def test_a_larger_step_does_not_overrule_a_stair():
+    """round(x, 3) at points 2-5e-4 from its jumps: f is constant there, so each
+    diagonal entry is 0, known sharply once the steps shrink onto the stair. A larger
+    step sees the slope across the stairs (1); it was taken as a sign that the sharp
+    estimate's error was too small (an FD error of 1 where 1e-11 is right)."""
+    round3 = gx.primitive(lambda x: np.round(x * 1000.0) / 1000.0)
+    gx.defvjp(round3, lambda ans, x: lambda g: 0.0 * g)
+    x = np.array([2.685009210157367, 0.3112, -1.0773])
+    for seed in (0, 1):
+        r = gx.check_grads(lambda v: round3(v) * 1.0, x, rng=seed)
+        assert r.passed, str(r)
+        assert np.all(r.numeric.diagonal() == 0), str(r)
+        assert np.all(r.fd_error.diagonal() < 1e-9), str(r)

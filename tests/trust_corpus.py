@@ -271,7 +271,9 @@ add(
 # round(x, 3): a staircase of the *input*, stairs 1e-3 wide (a decimal grid: no
 # power-of-two quantum to see), narrower than the Richardson step (~4e-3 |x|), so the
 # stencil sees the slope across stairs (~1). f is constant at each point here (the
-# nearest jumps are 2-5e-4 away), so its derivative there is 0, as the rule says
+# nearest jumps are 2-5e-4 away), so its derivative there is 0, as the rule says (the
+# noise probes cross stairs of y[0] and y[2]: f is uneven finer than the step there, and
+# the steps shrink onto the stair)
 _X_DECIMAL = np.array([2.685009210157367, 0.3112, -1.0773])
 _round3 = _prim(lambda x: np.round(x * 1000.0) / 1000.0, lambda ans, x: lambda g: 0.0 * g)
 add(
@@ -281,7 +283,7 @@ add(
         lambda x: _round3(x) * 1.0,
         (_X_DECIMAL,),
         PASSED,
-        note="exactly flat",
+        note="uneven on scales finer than the step",
     )
 )
 # and at a tie of the rounding (1.2345e3 rounds half to even, f jumps there): no
@@ -308,6 +310,7 @@ add(
         (_X_DECIMAL,),
         FAILED,
         wrong={(0, 0), (1, 1), (2, 2)},
+        note="exactly flat",
     )
 )
 

@@ -233,7 +233,9 @@ class StepLevels:
         est, err, kink = self.est, self.err, self.sides.kink
         F, lvl = self._level(active, hg, track_sides=False)
         better = lvl.consistent & (lvl.err < err[active]) & (lvl.trunc <= BALANCE * lvl.noise)
-        better &= ~kink[active]
+        # at a kink, or where f has structure finer than the step (stairs, a fast
+        # oscillation), a larger step sees across the structure, not the derivative
+        better &= ~kink[active] & ~self.nm.structured[active]
         gap = onp.abs(lvl.est - est[active])
         agree = gap <= lvl.err + err[active]
         take = better & agree

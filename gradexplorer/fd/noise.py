@@ -36,34 +36,62 @@ NOISE_POINTS = 9
 _GAMMA = {k: math.factorial(k) ** 2 / math.factorial(2 * k) for k in range(1, NOISE_POINTS)}
 
 
-def _sigma_from_samples(F, xp=onp):
-    """Noise std per output from samples ``F`` shaped (points, m) along one line.
+#: The difference orders σ is read from: order 3 and up (f's smooth part cancels), at
+#: most 6 (9 points allow 8, but the last orders leave one or two differences a line,
+#: whose σ estimates fall far below σ now and then).
+LOWEST_ORDER, HIGHEST_ORDER = 3, 6
+#: An order's σ this many times the next order's still holds f's smooth part: read on.
+STILL_FALLING = 2.0
+#: Differences spanning the centre this many times above both half-lines': a kink there.
+CENTRE_KINK = 8.0
+
+
+def _sigma_from_lines(F, xp=onp):
+    """Noise std per output from samples ``F`` shaped (lines, points, m), the lines
+    through one centre.
 
     For each order k the k-th differences of pure noise of std σ have variance
-    ``C(2k, k)·σ²``; σ_k estimates σ from them. Low orders still carry the
-    smooth part; once the differences are noise, σ_k stops falling. The
-    estimate is the smallest σ_k of orders 3..6 (the noise floor they reach).
+    ``C(2k, k)·σ²``; σ_k estimates σ from them, pooled over the lines. Low
+    orders still carry the smooth part; once the differences are noise, σ_k
+    stops falling: the estimate is the first σ_k from order 3 that is not
+    :data:`STILL_FALLING` times the next. Not the smallest σ_k: with a few
+    differences per order, the smallest of several estimates falls far below σ
+    now and then, and an output whose noise is read 10x too small makes finite
+    differences look inconsistent (or wrong) where they are not.
 
-    A kink or a tie *at the point* (the line's centre) is not noise, yet it
-    puts every high-order difference that spans the centre far above the
-    noise: each half-line (the centre and four points one side) is smooth
-    there, so where both halves are quiet the line is taken as quiet. A kink
-    elsewhere on the line spoils one half, which then keeps the full value.
+    A kink or a tie *at the point* (the centre) is not noise, yet it puts every
+    high-order difference that spans the centre far above the noise: each
+    half-line (the centre and four points one side) is smooth there, so where
+    both halves are :data:`CENTRE_KINK` times quieter, theirs is taken. (Only
+    there: with two to four differences an order, the halves read σ 4x too low
+    once in 500 outputs; pure noise passes for a kink once in 20,000.) A kink
+    elsewhere on a line spoils one half, which then keeps the full value.
     """
-    full = _sigma_orders(F, 3, xp)
-    half = F.shape[0] // 2
-    left, right = _sigma_orders(F[: half + 1], 3, xp), _sigma_orders(F[half:], 3, xp)
-    return xp.fmin(full, xp.fmax(left, right))
+    half = F.shape[1] // 2
+    full = _noise_floor(F, xp)
+    sides = xp.fmax(_noise_floor(F[:, : half + 1], xp), _noise_floor(F[:, half:], xp))
+    return xp.where(full > CENTRE_KINK * sides, sides, full)
 
 
-def _sigma_orders(F, lowest: int, xp=onp):
-    estimates = []
+def _noise_floor(F, xp=onp):
+    """σ at the first order (from :data:`LOWEST_ORDER`) where σ_k stopped falling,
+    pooled over the lines whose samples are all finite (NaN where none is)."""
+    finite = xp.all(xp.isfinite(F), axis=1)  # (lines, m)
+    F = xp.where(finite[:, None, :], F, 0.0)
+    lines = xp.sum(finite * 1.0, axis=0)
+    sigma = falling = None
     D = F
-    for k in range(1, F.shape[0]):
-        D = xp.diff(D, axis=0)
-        if k >= lowest:
-            estimates.append(xp.sqrt(_GAMMA[k] * xp.mean(D * D, axis=0)))
-    return xp.min(xp.stack(estimates), axis=0)
+    for k in range(1, min(HIGHEST_ORDER, F.shape[1] - 1) + 1):
+        D = xp.diff(D, axis=1)
+        if k < LOWEST_ORDER:
+            continue
+        s_k = xp.sqrt(_GAMMA[k] * xp.sum(D * D, axis=(0, 1)) / (lines * D.shape[1]))
+        if sigma is None:
+            sigma, falling = s_k, xp.isfinite(s_k)
+            continue
+        falling = falling & (sigma > STILL_FALLING * s_k)
+        sigma = xp.where(falling, s_k, sigma)
+    return xp.where(lines > 0, sigma, onp.nan)
 
 
 def estimate_noise(
@@ -89,7 +117,7 @@ def estimate_noise(
         part is negligible in 4th–6th differences, large enough to stay clear
         of the inputs' own rounding.
     directions : int
-        Random sign directions sampled; the larger estimate per output is kept.
+        Random sign directions sampled (their differences pooled per output).
 
     Returns
     -------
@@ -108,7 +136,7 @@ def estimate_noise(
 
 
 def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
-    """σ per output (the larger over the lines, on the host) and the samples,
+    """σ per output (pooled over the lines, on the host) and the samples,
     ``(points, m)``, where the evaluator keeps them."""
     from .evaluation import as_evaluator
 
@@ -117,16 +145,14 @@ def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
     half = NOISE_POINTS // 2
     t = onp.array([k - half for k in range(NOISE_POINTS) if k != half], dtype=float)
     y0_x = y0 if xp is onp else ev.to_device(y0)
-    sigma, blocks = None, []
+    blocks, lines = [], []
     for _ in range(directions):
         p = gen.choice([-1.0, 1.0], size=x0.size) * spacing
         block = xp.reshape(ev.line(x0, p, t), (t.size, -1))
         blocks.append(block)
-        F = xp.concatenate([block[:half], y0_x[None, :], block[half:]], axis=0)
-        with onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext():
-            s = _sigma_from_samples(F, xp)
-        s = xp.where(xp.all(xp.isfinite(F), axis=0), s, onp.nan)
-        sigma = s if sigma is None else xp.fmax(sigma, s)
+        lines.append(xp.concatenate([block[:half], y0_x[None, :], block[half:]], axis=0))
+    with onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext():
+        sigma = _sigma_from_lines(xp.stack(lines), xp)
     vals = xp.concatenate(blocks, axis=0)
     return (sigma if xp is onp else ev.to_host(sigma)), vals
 
