@@ -16,6 +16,7 @@ Kernel and page read the same clock (the epoch in ms). Medians over the presses:
 
     python bench/browser_timeline.py                 # the 3x3 explorer, Jacobian view
     python bench/browser_timeline.py --size 256 --view Check --presses 9
+    python bench/browser_timeline.py --size 1024     # pooled; its first picture
 
 Needs Debian's chromium and Playwright (the ``dev`` extra), as the browser test.
 """
@@ -74,6 +75,13 @@ EXPLORERS = {
         "rng = np.random.default_rng(0)\n"
         "A = rng.standard_normal((256, 256)) / 16\n"
         "explorer = gx.explore(lambda x: anp.tanh(A @ x), rng.standard_normal(256))\n",
+        "scale",
+        "scale",
+    ),
+    1024: (  # as the browser test's notebook has it: pooled in the kernel
+        "B = np.random.default_rng(1).standard_normal((1024, 1024)) / 32\n"
+        "explorer = gx.explore(lambda x: anp.tanh(B @ x), "
+        "np.random.default_rng(2).standard_normal(1024))\n",
         "scale",
         "scale",
     ),
