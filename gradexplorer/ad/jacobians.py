@@ -17,6 +17,7 @@ import autograd.numpy as anp
 import numpy as onp
 
 from ..backends.autograd import getval, trace_jvp, trace_vjp
+from ..backends.autograd.batched import STACK_FROM
 from ..core.calls import Call, check_callable
 from ..core.outputs import OutputLayout, check_jacobian_size, output_layout
 from . import native, native_dense
@@ -26,6 +27,8 @@ from .structure import blocks_by_argument, holomorphic_block, structure
 __all__ = ["jacobian", "real_jacobian", "hessian", "hvp", "dense_jacobian", "realified"]
 
 _MODES = ("auto", "rev", "fwd")
+#: Bytes of unit cotangents sent through the graph at once.
+ROWS_BYTES = 32 * 2**20
 
 
 def dense_jacobian(
@@ -34,8 +37,10 @@ def dense_jacobian(
     """2-D Jacobians ``(m, size_k)`` of a function of real vectors returning one
     real vector, one per argument ``vs[k]``.
 
-    Reverse mode traces once and runs one backward pass per output element;
-    forward mode runs one pass per input element. ``auto`` picks the cheaper
+    Reverse mode traces once and runs one backward pass per output element
+    (from 16 outputs on, a block of them at a time through the graph: see
+    :mod:`gradexplorer.backends.autograd.batched`); forward mode runs one pass
+    per input element. ``auto`` picks the cheaper
     and falls back to reverse mode when an operation has no forward rule.
     Returns ``(value, [J_0, J_1, ...])``.
     """
@@ -62,6 +67,14 @@ def _reverse(F, vs, sizes, y, dtype):
     tr = trace_vjp(F, vs)
     m = y.size
     jacs = [onp.zeros((m, n), dtype) for n in sizes]
+    if y.ndim and y.dtype.kind == "f" and m >= STACK_FROM:  # the rows go through together
+        block = max(1, min(m, ROWS_BYTES // (8 * m)))
+        for start in range(0, m, block):
+            k = min(block, m - start)
+            units = onp.eye(k, m, start, dtype=y.dtype).reshape((k,) + y.shape)
+            for J, rows in zip(jacs, tr.backward_rows(units)):
+                J[start : start + k] = onp.reshape(rows, (k, -1))
+        return jacs
     basis = onp.zeros(m, y.dtype)
     for row in range(m):
         basis[row] = 1

@@ -20,7 +20,14 @@ from .determinism import RUNS, backward_spread
 from .options import Options
 from .problem import Problem
 from .progress import analytic_ready
-from .rules import linearity_gap, precision_note, reverse_rows, rule_precision, vjp_rule
+from .rules import (
+    linearity_gap,
+    precision_note,
+    reverse_rows,
+    rows_rule,
+    rule_precision,
+    vjp_rule,
+)
 
 __all__ = ["Reverse", "reverse_stage"]
 
@@ -61,7 +68,7 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     tr = p.backend.vjp(p.F, p.vs)
     y = onp.asarray(p.backend.to_numpy(tr.value))
     vjp = vjp_rule(tr, p.backend, y.dtype)
-    A = reverse_rows(vjp, m)
+    A = reverse_rows(vjp, m, rows_rule(tr, p.backend, y.dtype))
     if opts.order == 1:
         analytic_ready(A)
     notes: list[str] = []

@@ -61,7 +61,7 @@ def on_checkpoint(hook: Callable[[], None] | None) -> Iterator[None]:
     >>> calls = []
     >>> with on_checkpoint(lambda: calls.append(1)):
     ...     report = gx.check_grads(anp.sin, anp.zeros(3), mode="full")
-    >>> len(calls) >= 3
+    >>> len(calls) > 0
     True
     """
     token = _checkpoint.set(hook)

@@ -10,6 +10,7 @@ remember their primitive, so an error in a backward pass names it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,18 +37,54 @@ def op_name(fun: Any) -> str:
     return getattr(raw, "__name__", None) or type(raw).__name__
 
 
-class NamedVJPNode(VJPNode):
-    """A VJP node that remembers its primitive (for error messages and locate)."""
+@dataclass(frozen=True)
+class Recipe:
+    """What one operation ran on: enough for a stacked rule (see :mod:`.batched`)."""
 
-    __slots__ = ["fun"]
+    args: tuple
+    ans: Any
+    argnums: tuple
+
+    @functools.cached_property
+    def arg_shapes(self) -> tuple | None:
+        """The differentiated arguments' cotangent shapes (a sparse cotangent's
+        vector space's, not its own); None for a container or an unknown type."""
+        shapes = tuple(_array_shape(self.args[i]) for i in self.argnums)
+        return None if None in shapes else shapes
+
+    @property
+    def widest(self) -> int | None:
+        """The most elements among its output and differentiated inputs."""
+        out = _array_shape(self.ans)
+        if self.arg_shapes is None or out is None:
+            return None
+        return max(int(onp.prod(s)) for s in (out,) + self.arg_shapes)
+
+
+def _array_shape(x: Any) -> tuple | None:
+    """The shape of x's vector space where it is an array's (None for a container)."""
+    try:
+        shape = tuple(vspace(x).shape)
+    except Exception:  # no vector space: an unknown type
+        return None
+    return shape if all(isinstance(d, int) for d in shape) else None
+
+
+class NamedVJPNode(VJPNode):
+    """A VJP node that remembers its primitive (for error messages and locate)
+    and what it ran on (for many backward passes at once)."""
+
+    __slots__ = ["fun", "ran"]
 
     def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
         self.fun = fun
+        self.ran = (args, value, parent_argnums)  # its Recipe, when one is asked for
         super().__init__(value, fun, args, kwargs, parent_argnums, parents)
 
     def initialize_root(self):
         super().initialize_root()
         self.fun = None
+        self.ran = None
 
 
 # Comparisons and other no-gradient functions are not recorded for autograd's
@@ -93,6 +130,42 @@ class VJPTrace:
         reached = set(self._order)
         self.connected = tuple(r in reached for r in self.roots)
         self._roots = set(self.roots)
+        #: per operation, False once its stacked rule disagreed with its own VJP
+        self.stackable: dict = {}
+        self.combinations: onp.random.Generator | None = None  # made when first needed
+        self._recipes: dict = {}
+
+    def stack_size(self) -> int | None:
+        """The most elements any recorded operation's cotangent has; None where
+        the rows cannot go through together (inside an enclosing trace)."""
+        if any(isbox(leaf) for leaf in self.leaves):
+            return None
+        recipes = [self.recipe(n) for n in self._order if n not in self._roots]
+        widest = [r and r.widest for r in recipes]
+        if any(w is None for w in widest):
+            return None
+        return max(widest, default=1)
+
+    def recipe(self, node: Any) -> Recipe | None:
+        """What ``node`` ran on; None for a root, or where a box of an enclosing
+        trace (a higher derivative) is among its values, which only the
+        operation's own VJP can carry along (autograd unboxes this trace's)."""
+        if node not in self._recipes:
+            ran = getattr(node, "ran", None)
+            if ran is None or node in self._roots:
+                self._recipes[node] = None
+            else:
+                args, value, argnums = ran
+                nested = isbox(value) or any(isbox(a) for a in args)
+                self._recipes[node] = None if nested else Recipe(tuple(args), value, tuple(argnums))
+        return self._recipes[node]
+
+    def backward_rows(self, G: Any) -> list:
+        """:meth:`backward` for each row of ``G`` (shape ``(k,) + y.shape``), as
+        arrays ``(k,) + leaf.shape``, the rows going through the graph together."""
+        from .batched import backward_rows
+
+        return backward_rows(self, G)
 
     def backward(self, g: Any) -> list:
         """Input cotangents (one per leaf) for output cotangent g.
