@@ -28,6 +28,7 @@ from autograd.tracer import getval, isbox, new_box, notrace_primitives, trace_st
 from autograd.util import toposort
 
 from ...errors import GradExplorerError
+from .batched import backward_rows
 
 __all__ = ["VJPTrace", "trace_vjp", "trace_jvp", "op_name", "getval", "isbox"]
 
@@ -163,8 +164,6 @@ class VJPTrace:
     def backward_rows(self, G: Any) -> list:
         """:meth:`backward` for each row of ``G`` (shape ``(k,) + y.shape``), as
         arrays ``(k,) + leaf.shape``, the rows going through the graph together."""
-        from .batched import backward_rows
-
         return backward_rows(self, G)
 
     def backward(self, g: Any) -> list:
