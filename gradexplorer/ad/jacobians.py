@@ -38,7 +38,7 @@ def dense_jacobian(
     real vector, one per argument ``vs[k]``.
 
     Reverse mode traces once and runs one backward pass per output element
-    (from 16 outputs on, a block of them at a time through the graph: see
+    (from 48 outputs on, a block of them at a time through the graph: see
     :mod:`gradexplorer.backends.autograd.batched`); forward mode runs one pass
     per input element. ``auto`` picks the cheaper
     and falls back to reverse mode when an operation has no forward rule.
