@@ -14,9 +14,11 @@ table is the evidence, whatever it shows.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import platform
+import signal
 import sys
 import time
 import traceback
@@ -31,22 +33,40 @@ import gradexplorer as gx  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROWS: list[dict] = []
+SETTINGS = {"probe_timeout": 90, "device": "cpu", "out": HERE}
+
+
+class ProbeTimeout(Exception):
+    """A probe ran past --probe-timeout: its row says so and the run goes on."""
+
+
+def _alarm(signum, frame):
+    raise ProbeTimeout(f"ran past {SETTINGS['probe_timeout']} s")
 
 
 def probe(name: str, expected: str):
-    """Run the decorated probe now; its dict (or its crash) becomes a row."""
+    """Run the decorated probe now; its dict (or its crash) becomes a row.
+
+    The table is rewritten after every row, so a run cut short still leaves
+    every probe it finished.
+    """
 
     def run(fn: Callable[[], dict]) -> None:
         started = time.perf_counter()
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(SETTINGS["probe_timeout"])
         try:
             row = fn()
         except Exception as exc:  # a crash is a finding, not an end
-            row = {"gx": f"CRASH {type(exc).__name__}: {str(exc)[:120]}"}
+            row = {"gx": f"CRASH {type(exc).__name__}: {str(exc)[:160]}"}
             traceback.print_exc()
+        finally:
+            signal.alarm(0)
         row = {"probe": name, "truth": expected, **row}
         row.setdefault("wall_s", round(time.perf_counter() - started, 2))
         ROWS.append(row)
-        print(json.dumps(row), flush=True)
+        print(json.dumps(row, default=str), flush=True)
+        write(SETTINGS["device"], quiet=True)
 
     return run
 
@@ -154,6 +174,44 @@ def plain_attention(q, k, v):
     return torch.softmax(scores, dim=-1) @ v
 
 
+def best_of(fn: Callable, rounds: int = 7) -> float:
+    """The best time of one call (synchronised), after one warm-up call."""
+    fn()
+    return min(timed(fn)[1] for _ in range(rounds))
+
+
+def operator_rows(device: str, n: int = 300) -> None:
+    """gx.jacobian / gx.hessian on a torch layer beside torch.func, on the device."""
+    gen = torch.Generator(device="cpu").manual_seed(1)
+    for dtype in (torch.float32, torch.float64):
+        W = (torch.randn(n, n, generator=gen, dtype=dtype) / n**0.5).to(device)
+        x = torch.randn(n, generator=gen, dtype=dtype).to(device)
+
+        def layer(v, W=W):
+            return torch.tanh(W @ v) * v.sum()
+
+        def loss(v, W=W):
+            return torch.tanh(W @ v).square().sum()
+
+        cases = (
+            ("jacobian", gx.jacobian(layer), torch.func.jacrev(layer), "torch.func.jacrev"),
+            ("hessian", gx.hessian(loss), torch.func.hessian(loss), "torch.func.hessian"),
+        )
+        for op, ours, theirs, anchor in cases:
+
+            @probe(f"gx.{op}, torch {n}x{n} {dtype} layer on {device}", f"= {anchor}, <=1.5x")
+            def _(ours=ours, theirs=theirs, anchor=anchor):
+                J, want = ours(x), theirs(x)
+                assert J.device == x.device and J.dtype == x.dtype, (J.device, J.dtype)
+                err = (J - want).abs().max().item() / want.abs().max().item()
+                t_ours, t_theirs = best_of(lambda: ours(x)), best_of(lambda: theirs(x))
+                return {
+                    "gx": f"same to {err:.0e} of max, on {J.device}",
+                    "gx_s": f"{t_ours * 1e3:.2f} ms",
+                    "note": f"{anchor} {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
+                }
+
+
 def run_probes(device: str, small: bool) -> None:
     n_kernel, n_big = 300, (2_000 if small else 1_000_000)
     gen = torch.Generator(device="cpu").manual_seed(0)
@@ -185,6 +243,7 @@ def run_probes(device: str, small: bool) -> None:
         except ImportError:
             ROWS.append({"probe": "Triton kernel", "gx": "skipped: no triton"})
     kernel_rows(elementwise_function, f"{device} autograd.Function")
+    operator_rows(device)
 
     @probe(f"locate MyFunction.apply on {device}", "culprit: Softplus")
     def _():
@@ -250,6 +309,7 @@ def run_probes(device: str, small: bool) -> None:
 
     @probe(f"fast check, {n_big:.0e} inputs, 1 wrong entry (1%)", f"FAILED at {n_big // 3}")
     def _():
+        report, t_first = timed(lambda: gx.check_grads(wrong_big, big, mode="fast"))
         report, t = timed(lambda: gx.check_grads(wrong_big, big, mode="fast"))
         return {
             "gx": entries(report),
@@ -257,6 +317,7 @@ def run_probes(device: str, small: bool) -> None:
             "passes": report.ngrad,
             "device": report.device,
             "copies": report.copies,
+            "note": f"first call {t_first:.2f} s",
         }
 
     @probe(f"gradcheck fast_mode, {n_big:.0e} inputs", "failed")
@@ -306,10 +367,38 @@ def jax_probes(n_big: int, device: str) -> None:
 
     @probe(f"jax custom_vjp on {where}, {n_big:.0e} inputs, fast", f"FAILED at {wrong_at}")
     def _():
+        report, t_first = timed(lambda: gx.check_grads(softplus, x, mode="fast"))
         report, t = timed(lambda: gx.check_grads(softplus, x, mode="fast"))
-        return {"gx": entries(report), "gx_s": round(t, 2), "device": report.device}
+        return {
+            "gx": entries(report),
+            "gx_s": round(t, 2),
+            "device": report.device,
+            "copies": report.copies,
+            "note": f"first call {t_first:.2f} s",
+        }
 
-    @probe("jax.test_util.check_grads, same", "raises (finds it)")
+    n = 300
+    rng = np.random.default_rng(1)
+    W = jax.device_put(jnp.asarray(rng.standard_normal((n, n)) / n**0.5), where)
+    v = jax.device_put(jnp.asarray(rng.standard_normal(n)), where)
+
+    def layer(u):
+        return jnp.tanh(W @ u) * jnp.sum(u)
+
+    @probe(f"gx.jacobian, jax {n}x{n} float64 layer on {where}", "= jax.jit(jax.jacrev)")
+    def _():
+        ours, theirs = gx.jacobian(layer), jax.jit(jax.jacrev(layer))
+        J, want = ours(v), theirs(v)
+        err = float(jnp.max(jnp.abs(J - want)) / jnp.max(jnp.abs(want)))
+        t_ours = best_of(lambda: ours(v).block_until_ready())
+        t_theirs = best_of(lambda: theirs(v).block_until_ready())
+        return {
+            "gx": f"same to {err:.0e} of max, on {list(J.devices())[0]}",
+            "gx_s": f"{t_ours * 1e3:.2f} ms",
+            "note": f"jax.jit(jax.jacrev) {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
+        }
+
+    @probe("jax.test_util.check_grads, the same custom_vjp", "raises (finds it)")
     def _():
         started = time.perf_counter()
         try:
@@ -320,32 +409,53 @@ def jax_probes(n_big: int, device: str) -> None:
         return {"jax_check_grads": verdict, "jax_s": round(time.perf_counter() - started, 2)}
 
 
-def write(device: str) -> None:
+def versions() -> str:
+    """The libraries the run used: a GPU table means little without them."""
+    found = [f"torch {torch.__version__}", f"numpy {np.__version__}"]
+    for name in ("triton", "jax", "autograd"):
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return ", ".join(found)
+
+
+def write(device: str, quiet: bool = False) -> None:
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor()
     header = (
         f"# gradexplorer on {device} ({name or 'CPU'})\n\n"
-        f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}; `python bench/gpu.py`\n\n"
+        f"{versions()}; {time.strftime('%Y-%m-%d')}; `python bench/gpu.py`\n\n"
     )
     keys = [
         "probe", "truth", "gx", "gx_s", "device", "copies", "passes", "gradcheck",
-        "gradcheck_s", "jax_check_grads", "jax_s", "spread",
+        "gradcheck_s", "jax_check_grads", "jax_s", "spread", "note",
     ]  # fmt: skip
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     for row in ROWS:
-        lines.append("| " + " | ".join(str(row.get(k, "")) for k in keys) + " |")
+        cells = (str(row.get(k, "")).replace("|", "/").replace("\n", " ") for k in keys)
+        lines.append("| " + " | ".join(cells) + " |")
     suffix = "" if device.startswith("cuda") else "_cpu"
-    with open(os.path.join(HERE, f"gpu{suffix}.md"), "w") as fh:
+    with open(os.path.join(SETTINGS["out"], f"gpu{suffix}.md"), "w") as fh:
         fh.write(header + "\n".join(lines) + "\n")
-    with open(os.path.join(HERE, f"gpu{suffix}.json"), "w") as fh:
-        json.dump({"device": device, "name": name, "rows": ROWS}, fh, indent=1)
-    print(header + "\n".join(lines))
+    with open(os.path.join(SETTINGS["out"], f"gpu{suffix}.json"), "w") as fh:
+        json.dump(
+            {"device": device, "name": name, "versions": versions(), "rows": ROWS},
+            fh,
+            indent=1,
+            default=str,
+        )
+    if not quiet:
+        print(header + "\n".join(lines))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--out", default=HERE, help="folder for gpu.md / gpu.json")
+    parser.add_argument("--probe-timeout", type=int, default=90, help="seconds one probe may run")
     opts = parser.parse_args()
+    SETTINGS.update(device=opts.device, out=opts.out, probe_timeout=opts.probe_timeout)
     torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would decide float32 verdicts
     run_probes(opts.device, opts.small)
     write(opts.device)

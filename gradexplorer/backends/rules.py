@@ -169,6 +169,13 @@ class RuleBackend:
         """A numpy leaf as the rule's arrays, on ``like``'s device (numpy rules: as is)."""
         return value if self.arrays is None else self.arrays.to_array(value, like=like)
 
+    def _zeros_like(self, x: Any) -> Any:
+        """A zero tangent for a float leaf held constant: the rule's own arrays, on
+        the leaf's device (numpy's zeros refuse a CUDA tensor)."""
+        if self.arrays is None or not self.arrays.owns(x):
+            return onp.zeros_like(x)
+        return self.arrays.np.zeros_like(x)
+
     def _host(self, tree: Any) -> Any:
         """The leaves of what a rule returned, as numpy."""
         return tree if self.arrays is None else map_leaves(self.arrays.to_numpy, tree)
@@ -259,7 +266,7 @@ class RuleBackend:
             call.specs, [onp.asarray(self.to_numpy(t), float) for t in tangents]
         )
         tangent_leaves = [self._framework(t, like) for t, like in zip(tangent_leaves, call.values)]
-        targs = _tangent_args(call, args, tangent_leaves)
+        targs = _tangent_args(call, args, tangent_leaves, self._zeros_like)
         _callable_as(
             self.jvp_rule,
             "f_jvp",
@@ -326,12 +333,13 @@ class _ColumnsTrace:
         return out
 
 
-def _tangent_args(call, args, tangent_leaves) -> list:
+def _tangent_args(call, args, tangent_leaves, zeros_like=onp.zeros_like) -> list:
     """Tangents shaped like every positional argument: the given ones for the
-    differentiated leaves, zeros for other float leaves, None elsewhere."""
+    differentiated leaves, zeros (``zeros_like``: on the leaf's own device) for
+    other float leaves, None elsewhere."""
 
     def zero(x):
-        return onp.zeros_like(x) if float_kind(x) in ("real", "complex") else None
+        return zeros_like(x) if float_kind(x) in ("real", "complex") else None
 
     targs = [unflatten(flatten(a)[1], [zero(x) for x in flatten(a)[0]]) for a in args]
     it = iter(tangent_leaves)

@@ -211,9 +211,8 @@ def _eps(dtype: str) -> float:
 def _low_jacobian(p: Problem, call_low, dtypes, system):
     """The Jacobian of the low-precision backward at the same point."""
     F = traceable(call_low, p.F.layout, None, system)
-    leaves = [
-        system.cast(onp.asarray(system.to_numpy(v)), _real_of(d)) for v, d in zip(p.vs, dtypes)
-    ]
+    # cast where the leaves live (a CUDA tensor's low-precision copy stays on CUDA)
+    leaves = [system.cast(v, _real_of(d)) for v, d in zip(p.vs, dtypes)]
     tr = system.vjp(F, leaves)
     out_dtype = dtype_name(tr.value)
 

@@ -34,6 +34,9 @@ class RealMap:
         if self._in is not None and backend.capabilities.numpy_arrays:
             self._in = self._out = None
         self.specs: list[Leaf] = call.specs
+        # each point is built on its input's own device (a CUDA tensor's points on
+        # CUDA): the arrays f was given, as the ``like`` of every conversion
+        self._likes = list(call.values)
         #: the first error f raised at a point near x (its domain's edge), if any
         self.domain_errors: list[BaseException] = []
         self.bounds = onp.cumsum([0] + [s.real_size for s in self.specs])
@@ -58,14 +61,14 @@ class RealMap:
 
     def leaves(self, v: onp.ndarray) -> list:
         out = []
-        for s, a, b in zip(self.specs, self.bounds[:-1], self.bounds[1:]):
+        for s, like, a, b in zip(self.specs, self._likes, self.bounds[:-1], self.bounds[1:]):
             seg = onp.array(v[a:b], dtype=s.real_dtype)  # a fresh copy
             value = s.from_real(seg)
             if s.pytype is not None:
                 value = s.pytype(value)
             elif s.shape == ():
                 value = onp.asarray(value, dtype=s.dtype)[()]
-            out.append(self._in(value) if self._in is not None else value)
+            out.append(self._in(value, like=like) if self._in is not None else value)
         return out
 
     def _seed(self) -> None:
@@ -78,7 +81,7 @@ class RealMap:
         passed as the backend's arrays; its output comes back as numpy."""
         self._seed()
         if self._in is not None:
-            leaves = [self._in(v) for v in leaves]
+            leaves = [self._in(v, like=like) for v, like in zip(leaves, self._likes)]
         y = self.call(*leaves)
         return map_leaves(self._out, y) if self._out is not None else y
 
@@ -92,7 +95,7 @@ class RealMap:
             spec, call = self.specs[0], self.call
             x = onp.array(v, dtype=spec.dtype).reshape(spec.shape)  # a fresh copy
             if self._in is not None:
-                x = self._in(x)
+                x = self._in(x, like=self._likes[0])
             slot = call.selected[0].slot
             if isinstance(slot, str):
                 y = call.f(*call.args, **{**call.kwargs, slot: x})
@@ -143,9 +146,9 @@ class RealMap:
 
     def vectorized(self, X: onp.ndarray) -> onp.ndarray:
         leaves = []
-        for s, a, b in zip(self.specs, self.bounds[:-1], self.bounds[1:]):
+        for s, like, a, b in zip(self.specs, self._likes, self.bounds[:-1], self.bounds[1:]):
             batch = s.from_real_batch(onp.array(X[:, a:b]))
-            leaves.append(self._in(batch) if self._in is not None else batch)
+            leaves.append(self._in(batch, like=like) if self._in is not None else batch)
         self._seed()
         y = self.call(*leaves)
         if self._out is not None:

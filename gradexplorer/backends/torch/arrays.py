@@ -37,13 +37,15 @@ def _cat(parts) -> torch.Tensor:
     return torch.cat([_as_tensor(p).reshape(-1) for p in parts])
 
 
-#: The array functions the realified map uses while it is traced.
+#: The array functions the realified map uses while it is traced (and zero
+#: tangents, made on their leaf's device).
 np = SimpleNamespace(
     reshape=lambda a, shape: torch.reshape(_as_tensor(a), tuple(shape)),
     ravel=lambda a: torch.ravel(_as_tensor(a)),
     concatenate=_cat,
     real=lambda a: torch.real(_as_tensor(a)),
     imag=lambda a: torch.imag(_as_tensor(a)),
+    zeros_like=torch.zeros_like,
 )
 
 

@@ -215,6 +215,7 @@ def _via_backward(F, leaves, tangents):
             return y.detach(), torch.zeros_like(y)
         u = torch.zeros_like(y, requires_grad=True)
         grads = torch.autograd.grad(y, xs, u, create_graph=True, allow_unused=True)
+        _check_followed(y, xs, grads)
         pairing = sum(
             (g * torch.as_tensor(t).to(device=g.device, dtype=g.dtype)).sum()
             for g, t in zip(grads, tangents)
@@ -224,6 +225,25 @@ def _via_backward(F, leaves, tangents):
             return y.detach(), torch.zeros_like(y)
         (jv,) = torch.autograd.grad(pairing, u)
     return y.detach(), jv.detach()
+
+
+def _check_followed(y: torch.Tensor, xs: list, grads: Sequence) -> None:
+    """Raise where autograd could not follow the backward pass (a Triton or CUDA
+    kernel writing its gradient into a fresh tensor): such a gradient does not
+    depend on the cotangent as far as autograd knows, and differentiating it
+    would give a tangent of zero. A gradient that is zero for any cotangent
+    (``round``, ``sign``) is one autograd rightly cannot follow."""
+    opaque = [k for k, g in enumerate(grads) if g is not None and not g.requires_grad]
+    if not opaque:
+        return
+    gen = torch.Generator(device=y.device).manual_seed(0)
+    probe = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
+    found = torch.autograd.grad(y, xs, probe, retain_graph=True, allow_unused=True)
+    if any(found[k] is not None and bool(torch.any(found[k] != 0)) for k in opaque):
+        raise RuntimeError(
+            "its backward pass runs outside torch's autograd (a Triton or CUDA kernel, "
+            "numpy), so it cannot be differentiated"
+        )
 
 
 def trace_jvp(
