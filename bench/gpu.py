@@ -200,7 +200,7 @@ def operator_rows(device: str, n: int = 300) -> None:
         for op, ours, theirs, anchor in cases:
 
             @probe(f"gx.{op}, torch {n}x{n} {dtype} layer on {device}", f"= {anchor}, <=1.5x")
-            def _(ours=ours, theirs=theirs, anchor=anchor):
+            def _(ours=ours, theirs=theirs, anchor=anchor, x=x):
                 J, want = ours(x), theirs(x)
                 assert J.device == x.device and J.dtype == x.dtype, (J.device, J.dtype)
                 err = (J - want).abs().max().item() / want.abs().max().item()
