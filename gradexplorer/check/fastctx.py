@@ -89,7 +89,10 @@ class FastContext:
         noise = self.row_noise if noise is None else noise
         if outputs is not None:
             full = evaluate
-            evaluate = lambda X: full(X)[:, outputs]  # noqa: E731
+            if hasattr(full, "rows"):  # an evaluator: the rows are chosen where f runs
+                evaluate = full.rows(outputs)
+            else:
+                evaluate = lambda X: full(X)[:, outputs]  # noqa: E731
             y0, noise = y0[outputs], noise.take(outputs)
         method = method or self.method
         base = self.base * step_ratio(method, float(self.col_eps.max()), self.method)

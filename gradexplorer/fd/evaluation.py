@@ -26,7 +26,10 @@ from typing import Any
 
 import numpy as onp
 
-__all__ = ["HostEvaluator", "DeviceEvaluator", "Crossing", "as_evaluator"]
+__all__ = ["HostEvaluator", "DeviceEvaluator", "Crossing", "as_evaluator", "FEW_OUTPUTS"]
+
+#: an evaluator of at most this many outputs reduces its samples on the host
+FEW_OUTPUTS = 4096
 
 
 class HostEvaluator:
@@ -96,6 +99,11 @@ class HostEvaluator:
 
         return HostEvaluator(run, self.owner)
 
+    def rows(self, idx: onp.ndarray) -> HostEvaluator:
+        """An evaluator of f's outputs ``idx`` only."""
+        base = self.evaluate
+        return HostEvaluator(lambda X: onp.asarray(base(X), dtype=float)[:, idx], self.owner)
+
 
 class DeviceEvaluator:
     """f on the device its inputs live on, the samples reduced there.
@@ -117,7 +125,12 @@ class DeviceEvaluator:
         self, F: Callable, kit: Any, x0: onp.ndarray, chunk: int = 256, x0_device: Any = None
     ):
         adapt = getattr(kit, "adapt", None)
-        self.F, self.kit, self.xp = (F if adapt is None else adapt(F)), kit, kit.xp
+        self.F, self.kit = (F if adapt is None else adapt(F)), kit
+        #: array functions for the device's arrays (points, f's values)
+        self.dxp = kit.xp
+        #: where the samples come back and are reduced: the device, or the host for
+        #: an evaluator of a few outputs (see :meth:`_few_outputs`)
+        self.xp = kit.xp
         self.device = kit.device
         self._crossings = [0]  # shared with the projected evaluators made from this one
         self.chunk = chunk
@@ -157,11 +170,12 @@ class DeviceEvaluator:
 
     def __call__(self, X: onp.ndarray) -> onp.ndarray:
         """f at host points (a few: a Taylor step, a check of one point)."""
-        return self.to_host(self._run(self.to_device(X)))
+        Y = self._run(self.to_device(X))
+        return Y if isinstance(Y, onp.ndarray) else self.to_host(Y)
 
     def _run(self, X: Any) -> Any:
         """f at each row of device points X, relative to f(x0) in the same call."""
-        xp = self.xp
+        xp = self.dxp
         outs = []
         # a batch is x0 and up to chunk - 1 points: chunk rows, a power of two
         per_batch = max(1, self.chunk - 1)
@@ -182,7 +196,20 @@ class DeviceEvaluator:
             spent = (time.perf_counter() - started) / max(1, part.shape[0])
             self._point_cost = min(self._point_cost, spent)
         Y = xp.concatenate(outs) if outs else xp.zeros((0, self.y0.shape[0]))
-        return Y if self._post is None else self._post(Y)
+        Y = Y if self._post is None else self._post(Y)
+        return self.to_host(Y) if self._host_samples else Y
+
+    @property
+    def _host_samples(self) -> bool:
+        return self.xp is onp and self.dxp is not onp
+
+    def _few_outputs(self, width: int) -> None:
+        """Samples of a few outputs (projections, chosen rows) come back to the host
+        and are reduced there: one small copy per batch, where reducing them on the
+        device costs a kernel launch per operation, and on jax a compilation per
+        operation and shape (hundreds in a search over 10^6 inputs)."""
+        if width <= FEW_OUTPUTS:
+            self.xp = onp
 
     def _measure_spread(self, size: int) -> None:
         """How far f over a batch of ``size`` copies of x0 (then the projections, if
@@ -197,7 +224,7 @@ class DeviceEvaluator:
         Y = self._batched(self.kit.repeat(self.x0[None], size))
         if self._post is not None:
             Y = self._post(Y)
-        spread = self.xp.max(self.xp.abs(Y - Y[:1]), axis=0)
+        spread = self.dxp.max(self.dxp.abs(Y - Y[:1]), axis=0)
         spread = self.to_host(spread)
         if onp.any(spread > 0):
             old = self.batch_spread
@@ -213,7 +240,7 @@ class DeviceEvaluator:
         rows = 1 + part.shape[0]
         size = 1 << (rows - 1).bit_length()
         fill = self.kit.repeat(self.x0[None], size - rows + 1)
-        return self.xp.concatenate([fill[:1], part, fill[1:]])
+        return self.dxp.concatenate([fill[:1], part, fill[1:]])
 
     def _one(self, row: Any) -> Any:
         """f at one point; where f raises (outside its domain), NaN, the error kept."""
@@ -225,17 +252,19 @@ class DeviceEvaluator:
             return self.y0 * onp.nan
 
     def points(self, x0, columns, vectors, h, offsets) -> Any:
-        xp = self.xp
+        xp = self.dxp
         n_off, k = offsets.size, h.size
         delta = self.to_device(onp.outer(h, offsets).ravel())
-        pts = self.kit.repeat(self.x0[None], k * n_off)
         if columns is not None:
+            pts = self.kit.repeat(self.x0[None], k * n_off)
             rows = onp.arange(k * n_off)
             pts = self.kit.add_at(pts, rows, onp.repeat(columns, n_off), delta)
         else:
-            dirs = self.to_device(onp.repeat(vectors, n_off, axis=0))
-            pts = pts + delta[:, None] * dirs
-        return xp.reshape(self._run(pts), (k, n_off, -1))
+            # each direction crosses once (not once per offset), the points are made here
+            dirs = self.to_device(vectors)
+            steps = xp.reshape(delta, (k, n_off, 1)) * dirs[:, None, :]
+            pts = xp.reshape(self.x0[None, None, :] + steps, (k * n_off, -1))
+        return self.xp.reshape(self._run(pts), (k, n_off, -1))
 
     def line(self, x0, p, t) -> Any:
         pd, td = self.to_device(p), self.to_device(t)
@@ -245,7 +274,7 @@ class DeviceEvaluator:
         """An evaluator of f's outputs followed by (or, without ``keep``, only)
         their projections ``U @ f``, computed on the device after f (so f
         itself is mapped over batches as before)."""
-        Ut, xp = self.to_device(U).T, self.xp
+        Ut, xp = self.to_device(U).T, self.dxp
 
         def project(Y):
             P = Y @ Ut
@@ -255,6 +284,25 @@ class DeviceEvaluator:
         # the projections round in batches of their own: measured anew
         out._measured, out.batch_spread = set(), None
         out._post = project if self._post is None else (lambda Y: project(self._post(Y)))
+        out._few_outputs(U.shape[0] + (self.y0.shape[0] if keep else 0))
+        return out
+
+
+    def rows(self, idx: onp.ndarray) -> DeviceEvaluator:
+        """An evaluator of f's outputs ``idx`` only, chosen on the device: the
+        points are built there and only those rows of the samples are reduced
+        (a search that follows a few outputs of 10^6 moves no 10^6-wide arrays
+        between host and device)."""
+        idx = onp.asarray(idx, dtype=onp.int64)
+        post = self._post
+        out = copy.copy(self)
+        out._measured = set(self._measured)
+        out.batch_spread = None if self.batch_spread is None else self.batch_spread[idx]
+        if post is None:
+            out._post = lambda Y: Y[:, idx]
+        else:
+            out._post = lambda Y: post(Y)[:, idx]
+        out._few_outputs(idx.size)
         return out
 
 
