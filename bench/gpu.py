@@ -262,6 +262,28 @@ def run_probes(device: str, small: bool) -> None:
             verdicts = f"{report.outcome.value}; against the oracle: {oracle.outcome.value}"
             return {"gx": verdicts, "gx_s": round(t, 2)}
 
+    @probe("float32 layer, TF32 matmuls on, check_precision", "FAILED, TF32 named")
+    def _():
+        if not device.startswith("cuda"):
+            return {"gx": "skipped: TF32 is CUDA's"}
+        W = (torch.randn(512, 512, generator=gen) / 512**0.5).to(device)
+        x = torch.randn(512, generator=gen).to(device)
+
+        def layer(x, W):
+            return torch.tanh(W @ x)
+
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            report, t = timed(lambda: gx.check_precision(layer, x, W, wrt=0))
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+        off = gx.check_precision(layer, x, W, wrt=0)
+        return {
+            "gx": f"{report.outcome.value}, decided by {report.decided_by}; "
+            f"TF32 off: {off.outcome.value}",
+            "gx_s": round(t, 2),
+        }
+
     @probe("naive fp16 softmax check_precision", "FAILED")
     def _():
         x = (6 * torch.randn(64, generator=gen)).to(device, torch.float16)
@@ -396,6 +418,22 @@ def jax_probes(n_big: int, device: str) -> None:
             "gx": f"same to {err:.0e} of max, on {list(J.devices())[0]}",
             "gx_s": f"{t_ours * 1e3:.2f} ms",
             "note": f"jax.jit(jax.jacrev) {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
+        }
+
+    @probe(f"jax float32 layer on {where}, default matmul precision, check_precision", "")
+    def _():
+        W32, v32 = W.astype(jnp.float32), v.astype(jnp.float32)
+
+        def layer32(u, M):
+            return jnp.tanh(M @ u)
+
+        report, t = timed(lambda: gx.check_precision(layer32, v32, W32, wrt=0))
+        with jax.default_matmul_precision("highest"):
+            full = gx.check_precision(layer32, v32, W32, wrt=0)
+        return {
+            "gx": f"{report.outcome.value}, decided by {report.decided_by}; "
+            f"highest: {full.outcome.value}",
+            "gx_s": round(t, 2),
         }
 
     @probe("jax.test_util.check_grads, the same custom_vjp", "raises (finds it)")

@@ -9,6 +9,7 @@ GPU crashes here too; f records the device and dtype of every call it sees.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -269,6 +270,7 @@ def test_the_explorer_shows_a_device_function():
 
 
 JAX_ON_A_SECOND_DEVICE = """
+import contextlib
 import os
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 import jax
@@ -400,3 +402,64 @@ def test_a_check_through_position_rounding_batches_keeps_its_verdict(monkeypatch
         assert {e.row for e in report.mismatches} == {7}
     else:
         assert report.passed, report
+
+
+def tf32(t: torch.Tensor) -> torch.Tensor:
+    """t rounded to TF32's 10-bit mantissa, its gradient passed straight through."""
+    bits = t.detach().contiguous().view(torch.int32)
+    rounded = ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+    return t + (rounded - t).detach()
+
+
+class SimulatedTF32:
+    """The torch backend's TF32 switch on a CPU: matmuls round to TF32 until
+    ``full_float32`` switches that off (as it does torch's flags on CUDA)."""
+
+    def __init__(self, monkeypatch):
+        import gradexplorer.backends.torch as backend
+
+        self.on = True
+        monkeypatch.setattr(backend, "reduced_matmuls", lambda leaves: "TF32" if self.on else None)
+        monkeypatch.setattr(backend, "full_float32", self.full_float32)
+
+    @contextlib.contextmanager
+    def full_float32(self):
+        self.on = False
+        try:
+            yield
+        finally:
+            self.on = True
+
+    def matmul(self, A, B):
+        """TF32 touches float32 products only (the float64 reference is exact)."""
+        return tf32(A) @ tf32(B) if self.on and A.dtype == torch.float32 else A @ B
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_tf32_is_named_when_it_decides_a_float32_verdict(monkeypatch, wrong):
+    """A float32 layer fails check_precision under TF32 matmuls and passes in full
+    float32: TF32 is named. A backward wrong by 1% fails with TF32 off too: TF32
+    is not blamed for it."""
+    modes = SimulatedTF32(monkeypatch)
+    gen = torch.Generator().manual_seed(0)
+    W = torch.randn(64, 64, generator=gen) / 8
+    x = torch.randn(64, generator=gen)
+
+    def layer(x, W):
+        y = torch.tanh(modes.matmul(W, x[:, None])[:, 0])
+        return WrongSoftplus.apply(y) if wrong else torch.nn.functional.softplus(y)
+
+    report = gx.check_precision(layer, x, W, wrt=0)
+    assert not report.passed
+    if wrong:
+        assert report.decided_by is None
+    else:
+        assert report.decided_by == "TF32"
+        assert any(n.startswith("TF32 decides this verdict") for n in report.notes)
+    assert modes.on  # the user's setting is back
+
+
+def test_without_tf32_nothing_is_named():
+    x = torch.linspace(-1, 1, 16)
+    report = gx.check_precision(lambda x: torch.tanh(x) * x, x)
+    assert report.passed and report.decided_by is None

@@ -101,6 +101,9 @@ class Capabilities:
     #: it has registered custom operators with a checker of their registration
     #: (``custom_op_calls`` and ``opcheck``: torch.library)
     custom_ops: bool = False
+    #: float32 matmuls may run in a reduced precision on its devices (TF32), which it
+    #: names (``reduced_matmuls(leaves)``) and can switch off (``full_float32()``)
+    matmul_modes: bool = False
 
 
 @dataclass

@@ -23,7 +23,7 @@ first: a precision verdict means nothing for a wrong derivative.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as onp
@@ -144,7 +144,42 @@ def check_precision(
                 plain = system.prepare(reference, tuple(args), dict(kwargs), wrt, "native")
                 call_plain = bind_prepared(plain, system, constants_ok=True, any_precision=True)
                 oracle = Oracle(_low_jacobian(p, call_plain, dtypes, system)[0], reference_factor)
-    return _judge(p, analytic, J, spread, dtypes, out_dtype, ref_check, samples, oracle)
+
+    def judged(A):
+        return _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples, oracle)
+
+    report = judged(analytic)
+    mode = _deciding_matmul_mode(report, system, p, call_low, dtypes, judged)
+    if mode is None:
+        return report
+    return replace(report, decided_by=mode, notes=report.notes + (_mode_note(mode),))
+
+
+def _deciding_matmul_mode(report, system, p, call_low, dtypes, judged) -> str | None:
+    """The reduced-precision matmul mode (TF32) under which the float32 gradient
+    failed and without which it passes, if any."""
+    if not report.mismatches or not system.capabilities.matmul_modes:
+        return None
+    if "float32" not in {_real_of(d) for d in dtypes}:
+        return None
+    mode = system.reduced_matmuls(call_low.values)
+    if mode is None:
+        return None
+    with system.session("native"), system.full_float32():
+        again, _ = _low_jacobian(p, call_low, dtypes, system)
+    # it decides only if the verdict turns: a float64 gradient that fails its own
+    # check fails the report whatever the matmuls do
+    return mode if judged(again).passed else None
+
+
+def _mode_note(mode: str) -> str:
+    return (
+        f"{mode} decides this verdict: float32 matrix products and convolutions on the "
+        f"device ran in {mode} (a 10-bit mantissa; torch.backends.cuda.matmul.allow_tf32, "
+        "torch.set_float32_matmul_precision, torch.backends.cudnn.allow_tf32). With them "
+        "in full float32 every entry is within what float32 allows. Switch them off to "
+        f"check the kernel in float32, or accept {mode}'s error."
+    )
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,9 @@ class PrecisionReport:
     notes: tuple[str, ...] = ()
     function: str = "f"
     samples: int = 4
+    #: a reduced-precision matmul mode ("TF32") that alone makes the gradient fail:
+    #: with float32 matmuls in full float32 every entry is within what float32 allows
+    decided_by: str | None = None
 
     @property
     def outcome(self) -> Outcome:

@@ -287,7 +287,6 @@ class DeviceEvaluator:
         out._few_outputs(U.shape[0] + (self.y0.shape[0] if keep else 0))
         return out
 
-
     def rows(self, idx: onp.ndarray) -> DeviceEvaluator:
         """An evaluator of f's outputs ``idx`` only, chosen on the device: the
         points are built there and only those rows of the samples are reduced
