@@ -294,15 +294,24 @@ assert report.passed and report.device == "cpu:1", (report.device, report.outcom
 assert seen == {"TFRT_CPU_1"} or seen == {str(second)}, seen
 
 # the accelerator's path (samples reduced with jax.numpy on the device), on the CPU
+from gradexplorer.fd import evaluation
+
 x64 = jax.device_put(np.linspace(0.1, 1.0, 6), second)
 F = lambda v: jnp.sin(v) * jnp.sum(v**2)
-on_device = DeviceEvaluator(F, kits.device_kit(x64, device_arithmetic=True), np.asarray(x64))
+accelerator = kits.device_kit(x64, device_arithmetic=True)
+few = DeviceEvaluator(F, accelerator, np.asarray(x64))
+evaluation.FEW_OUTPUTS = 0  # as for 10^6 outputs: reduced on the device
+on_device = DeviceEvaluator(F, accelerator, np.asarray(x64))
 on_host = DeviceEvaluator(F, kits.device_kit(x64), np.asarray(x64))
 h, offsets = np.full(6, 1e-3), np.array([1.0, -1.0])
 a = on_device.to_host(on_device.points(None, np.arange(6), None, h, offsets))
 b = np.asarray(on_host.points(None, np.arange(6), None, h, offsets))
+c = few.points(None, np.arange(6), None, h, offsets)
 assert np.allclose(a, b, rtol=0, atol=1e-14), abs(a - b).max()
+assert np.array_equal(a, c), abs(a - c).max()
 assert on_device.xp is not np and on_host.xp is np
+# a few outputs: points and f on the device, the small samples reduced on the host
+assert few.dxp is not np and few.xp is np and isinstance(c, np.ndarray)
 print("ok")
 """
 

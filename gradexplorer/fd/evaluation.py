@@ -144,6 +144,10 @@ class DeviceEvaluator:
         started = time.perf_counter()
         self.y0 = self.F(self.x0)
         self._point_cost = time.perf_counter() - started
+        if getattr(kit, "compiles_per_shape", False):
+            # reducing f's samples on the device compiles each operation per shape
+            # (hundreds in one check); a few outputs' samples are cheaper on the host
+            self._few_outputs(int(self.y0.shape[0]))
         self.vectorized = self._batched is not None
         self._post = None  # a map of the samples (projections), on the device
         self._measured: set[int] = set()  # batch sizes whose spread is known

@@ -69,6 +69,9 @@ class Kit:
 
     #: about what compiling f mapped over a batch costs, in seconds
     batch_overhead = 0.05
+    #: each eager operation compiles once per shape on an accelerator, so samples of
+    #: a few outputs are reduced on the host there (see DeviceEvaluator)
+    compiles_per_shape = True
     #: the dtype finite differences work in (a check runs jax in 64-bit mode)
     widest = "float64"
 
