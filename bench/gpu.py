@@ -262,25 +262,27 @@ def run_probes(device: str, small: bool) -> None:
             verdicts = f"{report.outcome.value}; against the oracle: {oracle.outcome.value}"
             return {"gx": verdicts, "gx_s": round(t, 2)}
 
-    @probe("float32 layer, TF32 matmuls on, check_precision", "FAILED, TF32 named")
+    @probe("float32 layer W @ X (64x64 @ 64x16), TF32 on, check_precision", "FAILED, TF32 named")
     def _():
         if not device.startswith("cuda"):
             return {"gx": "skipped: TF32 is CUDA's"}
-        W = (torch.randn(512, 512, generator=gen) / 512**0.5).to(device)
-        x = torch.randn(512, generator=gen).to(device)
+        # a matrix product (TF32 runs GEMMs on tensor cores; a matrix-vector product
+        # is a GEMV, which it leaves alone)
+        W = (torch.randn(64, 64, generator=gen) / 8).to(device)
+        X = torch.randn(64, 16, generator=gen).to(device)
 
-        def layer(x, W):
-            return torch.tanh(W @ x)
+        def layer(X, W):
+            return torch.tanh(W @ X)
 
-        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")  # TF32 for float32 matmuls
         try:
-            report, t = timed(lambda: gx.check_precision(layer, x, W, wrt=0))
+            report, t = timed(lambda: gx.check_precision(layer, X, W, wrt=0))
         finally:
-            torch.backends.cuda.matmul.allow_tf32 = False
-        off = gx.check_precision(layer, x, W, wrt=0)
+            torch.set_float32_matmul_precision("highest")
+        off = gx.check_precision(layer, X, W, wrt=0)
         return {
             "gx": f"{report.outcome.value}, decided by {report.decided_by}; "
-            f"TF32 off: {off.outcome.value}",
+            f"TF32 off: {off.outcome.value}, decided by {off.decided_by}",
             "gx_s": round(t, 2),
         }
 
@@ -420,20 +422,56 @@ def jax_probes(n_big: int, device: str) -> None:
             "note": f"jax.jit(jax.jacrev) {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
         }
 
-    @probe(f"jax float32 layer on {where}, default matmul precision, check_precision", "")
+    @probe(f"jax float32 W @ X (64x64 @ 64x16) on {where}, default precision", "TF32 named if used")
     def _():
-        W32, v32 = W.astype(jnp.float32), v.astype(jnp.float32)
+        W32 = jnp.asarray(rng.standard_normal((64, 64)) / 8, jnp.float32)
+        X32 = jnp.asarray(rng.standard_normal((64, 16)), jnp.float32)
+        W32, X32 = jax.device_put(W32, where), jax.device_put(X32, where)
 
-        def layer32(u, M):
-            return jnp.tanh(M @ u)
+        def layer32(X, M):
+            return jnp.tanh(M @ X)
 
-        report, t = timed(lambda: gx.check_precision(layer32, v32, W32, wrt=0))
+        report, t = timed(lambda: gx.check_precision(layer32, X32, W32, wrt=0))
         with jax.default_matmul_precision("highest"):
-            full = gx.check_precision(layer32, v32, W32, wrt=0)
+            full = gx.check_precision(layer32, X32, W32, wrt=0)
         return {
             "gx": f"{report.outcome.value}, decided by {report.decided_by}; "
             f"highest: {full.outcome.value}",
             "gx_s": round(t, 2),
+        }
+
+    @probe(f"jax full check, tanh(W x) n = 300 on {where}, first and second call", "PASSED")
+    def _():
+        def dense(u, M):
+            return jnp.tanh(M @ u)
+
+        report, t_first = timed(lambda: gx.check_grads(dense, v, W, wrt=0, mode="full"))
+        report, t = timed(lambda: gx.check_grads(dense, v, W, wrt=0, mode="full"))
+        return {
+            "gx": entries(report),
+            "gx_s": round(t, 2),
+            "copies": report.copies,
+            "note": f"first call {t_first:.2f} s",
+        }
+
+    n2 = 2000
+    W2 = jax.device_put(jnp.asarray(rng.standard_normal((n2, n2)) / n2**0.5), where)
+    v2 = jax.device_put(jnp.asarray(rng.standard_normal(n2)), where)
+
+    @probe(f"gx.jacobian, jax {n2}x{n2} float64 layer on {where}", "= jax.jit(jax.jacrev)")
+    def _():
+        def wide(u):
+            return jnp.tanh(W2 @ u) * jnp.sum(u)
+
+        ours, theirs = gx.jacobian(wide), jax.jit(jax.jacrev(wide))
+        J, want = ours(v2), theirs(v2)
+        err = float(jnp.max(jnp.abs(J - want)) / jnp.max(jnp.abs(want)))
+        t_ours = best_of(lambda: ours(v2).block_until_ready())
+        t_theirs = best_of(lambda: theirs(v2).block_until_ready())
+        return {
+            "gx": f"same to {err:.0e} of max",
+            "gx_s": f"{t_ours * 1e3:.2f} ms",
+            "note": f"jax.jit(jax.jacrev) {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
         }
 
     @probe("jax.test_util.check_grads, the same custom_vjp", "raises (finds it)")
