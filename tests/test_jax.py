@@ -137,3 +137,49 @@ def test_explorer_on_a_jax_function():
             assert not ex.error.value, ex.views[k]
     finally:
         ex.close()
+
+
+def _rows_one_by_one(tr, m):
+    return np.stack(
+        [np.concatenate([np.ravel(g) for g in tr.backward(np.eye(m)[i])]) for i in range(m)]
+    )
+
+
+def test_a_jacobians_rows_go_through_the_pullback_together():
+    """backward_rows maps the pullback over the rows (jax.vmap): the same rows as
+    one backward pass each."""
+    from gradexplorer.backends.jax.tracing import VJPTrace
+
+    with jax.enable_x64(True):
+        W = jnp.asarray(np.random.default_rng(0).standard_normal((5, 4)))
+        tr = VJPTrace(lambda x, b: jnp.tanh(W @ x) * b, [jnp.linspace(-1, 1, 4), jnp.ones(5)])
+        together = tr.backward_rows(np.eye(5))
+        stacked = np.concatenate([np.asarray(g).reshape(5, -1) for g in together], axis=1)
+        assert tr._stackable
+        np.testing.assert_allclose(stacked, _rows_one_by_one(tr, 5), rtol=1e-14, atol=1e-15)
+
+
+def test_a_pullback_that_cannot_be_mapped_runs_row_by_row():
+    """A custom_vjp backward with Python control flow on values cannot be vmapped;
+    its rows come one pass at a time, and a check of it is judged as before."""
+    from gradexplorer.backends.jax.tracing import VJPTrace
+
+    @jax.custom_vjp
+    def clipped(x):
+        return jnp.sin(x)
+
+    def fwd(x):
+        return jnp.sin(x), x
+
+    def bwd(x, g):
+        scale = 1.0 if float(jnp.sum(jnp.abs(g))) > 0 else 0.0  # a host decision
+        return (scale * g * jnp.cos(x),)
+
+    clipped.defvjp(fwd, bwd)
+    with jax.enable_x64(True):
+        x = jnp.linspace(-1, 1, 60)
+        tr = VJPTrace(clipped, [x])
+        rows = tr.backward_rows(np.eye(60))
+        assert not tr._stackable
+        np.testing.assert_allclose(np.asarray(rows[0]), np.diag(np.cos(np.asarray(x))))
+        assert gx.check_grads(clipped, x).passed

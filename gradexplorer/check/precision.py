@@ -34,7 +34,7 @@ from ..core.guards import keeping_random_state
 from ..core.tree import dtype_name
 from .precision_report import PrecisionEntry, PrecisionReport
 from .problem import Problem, as_rng, build_problem, traceable
-from .rules import flat, reverse_rows
+from .rules import flat, reverse_rows, rows_rule
 from .verdicts import Verdict, failing_verdict
 
 __all__ = ["check_precision", "ROUNDOFF_UNITS", "CONDITIONING_SAFETY", "SAMPLES", "ORACLE_FACTOR"]
@@ -214,7 +214,7 @@ def _rows(p: Problem, leaves) -> onp.ndarray:
     def rule(u):
         return flat(tr.backward(p.backend.to_array(onp.asarray(u, dtype))), p.backend)
 
-    return reverse_rows(rule, p.m)
+    return reverse_rows(rule, p.m, rows_rule(tr, p.backend, dtype))
 
 
 def _reference(p: Problem, dtypes, gen, samples):
@@ -258,7 +258,18 @@ def _low_jacobian(p: Problem, call_low, dtypes, system):
             [onp.ravel(onp.asarray(system.to_numpy(g), dtype=float)) for g in grads]
         )
 
-    return reverse_rows(rule, p.m), out_dtype
+    stacked = None
+    if hasattr(tr, "backward_rows"):
+
+        def stacked(U):
+            grads = tr.backward_rows(system.cast(onp.asarray(U, dtype=float), out_dtype))
+            k = U.shape[0]
+            return onp.concatenate(
+                [onp.asarray(system.to_numpy(g), dtype=float).reshape(k, -1) for g in grads],
+                axis=1,
+            )
+
+    return reverse_rows(rule, p.m, stacked), out_dtype
 
 
 def _largest(dtype: str) -> float:

@@ -23,10 +23,26 @@ class VJPTrace:
     def __init__(self, F: Callable, leaves: Sequence):
         self.leaves = list(leaves)
         self.value, self._pullback = jax.vjp(F, *self.leaves)
+        self._stackable = True
 
     def backward(self, g: Any) -> list:
         g = jnp.asarray(g, dtype=jnp.result_type(self.value))
         return list(self._pullback(g))
+
+    def backward_rows(self, G: Any) -> list:
+        """The cotangents of a stack of output cotangents (rows of G), one
+        array per leaf with the rows leading: the pullback mapped over the stack
+        (``jax.vmap``, as ``jax.jacrev`` does: one pass, not one per row). A
+        pullback that cannot be mapped (a custom rule with Python control flow
+        on values) runs once per row, as before."""
+        G = jnp.asarray(G, dtype=jnp.result_type(self.value))
+        if self._stackable:
+            try:
+                return list(jax.vmap(self._pullback)(G))
+            except Exception:  # not mappable: row by row (its own errors raise there)
+                self._stackable = False
+        rows = [self._pullback(g) for g in G]
+        return [jnp.stack([r[k] for r in rows]) for k in range(len(self.leaves))]
 
     @property
     def connected(self) -> tuple[bool, ...]:
