@@ -158,6 +158,17 @@ def _ops_without_forward(exc: BaseException) -> list[str]:
     return functions_without_jvp() or ["an operation"]
 
 
+def _function_applied(F: Callable) -> list[str]:
+    """The Function whose ``apply`` f is (``check_grads(MyFunction.apply, x)``, as
+    torch's docs call gradcheck): bound before any watch began, it is not seen
+    applying, but it is the operation."""
+    f = getattr(getattr(F, "call", None), "f", None)
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
+        return [owner.__name__]
+    return []
+
+
 class MissingForwardRule(RuntimeError):
     """A custom op gave no tangent where its input had one (torch says nothing)."""
 
@@ -260,6 +271,8 @@ def trace_jvp(
         if not _missing_forward_rule(exc):
             raise
         names = _ops_without_forward(exc)
+        if names == ["an operation"]:
+            names = _function_applied(F) or names
         if not fallback:
             raise NotImplementedError(
                 f"forward mode cannot run: {', '.join(names)} has no forward-mode (jvp) rule"
