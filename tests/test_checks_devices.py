@@ -175,19 +175,26 @@ def opaque_softplus(wrong_at: int | None = None):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("wrong_at", [None, 7])
-def test_a_kernel_autograd_cannot_follow_is_judged_by_its_backward(device, wrong_at):
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_kernel_autograd_cannot_follow_is_judged_by_its_backward(device, wrong_at, beside):
     """A right kernel passes (forward mode is not derived from a backward pass
     autograd cannot follow: that gave a tangent of zero, and a false alarm at
-    every entry); a kernel wrong at one entry fails there alone."""
+    every entry), also added to ordinary operations (whose part of the tangent
+    alone came through); a kernel wrong at one entry fails there alone."""
     x = on(device, torch.linspace(-2, 2, 30, dtype=torch.float64))
-    report = gx.check_grads(opaque_softplus(wrong_at), x)
+    kernel = opaque_softplus(wrong_at)
+    f = (lambda x: kernel(x) + torch.sin(x) * x) if beside else kernel
+    report = gx.check_grads(f, x)
     wrong = [(e.row, e.col) for e in report.mismatches]
     assert wrong == ([] if wrong_at is None else [(wrong_at, wrong_at)])
     assert any(
         "forward mode not checked: KernelSoftplus has no forward-mode" in n
         and "outside torch's autograd" in n
         for n in report.notes
-    )
+    ) or (beside and any("forward mode not checked" in n for n in report.notes))
+    if beside:  # an operator gives no numbers a kernel's missing part would make wrong
+        with pytest.raises(NotImplementedError, match="outside torch's autograd"):
+            gx.Rop(f, x, torch.ones_like(x))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -474,3 +481,54 @@ def test_without_tf32_nothing_is_named():
     x = torch.linspace(-1, 1, 16)
     report = gx.check_precision(lambda x: torch.tanh(x) * x, x)
     assert report.passed and report.decided_by is None
+
+
+MATMUL_SETTINGS = """
+import torch
+from gradexplorer.backends.torch import matmuls
+
+class OnCuda(torch.Tensor):
+    @property
+    def is_cuda(self):
+        return True
+
+leaf = torch.zeros(2).as_subclass(OnCuda)
+{setting}
+before = matmuls._settings()
+mode = matmuls.reduced_matmuls([leaf])
+with matmuls.full_float32():
+    inside = matmuls.reduced_matmuls([leaf])
+assert matmuls._settings() == before, (before, matmuls._settings())
+if before[0] == "old":  # the user's own API still answers
+    torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+else:
+    torch.backends.cuda.matmul.fp32_precision
+print(mode, inside)
+"""
+
+
+@pytest.mark.parametrize(
+    "setting, mode",
+    [
+        ("pass", "TF32"),  # cuDNN's convolutions allow TF32 by default
+        ("torch.backends.cudnn.allow_tf32 = False", "None"),
+        ('torch.set_float32_matmul_precision("high")', "TF32"),
+        ('torch.set_float32_matmul_precision("medium")', "BF16"),
+        ('torch.backends.cuda.matmul.fp32_precision = "tf32"', "TF32"),
+        ('torch.backends.fp32_precision = "tf32"', "TF32"),
+        ('torch.backends.cudnn.conv.fp32_precision = "ieee"', "None"),
+    ],
+)
+def test_matmul_modes_are_read_and_restored_in_the_users_own_api(setting, mode):
+    """torch's old and new TF32 settings must not be mixed in one process (reading
+    the old after setting the new raises): each is read and restored in its own."""
+    if "fp32_precision" in setting and not hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        pytest.skip("this torch has no fp32_precision API")
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", MATMUL_SETTINGS.format(setting=setting)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [mode, "None"]

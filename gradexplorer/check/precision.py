@@ -152,7 +152,8 @@ def check_precision(
     mode = _deciding_matmul_mode(report, system, p, call_low, dtypes, judged)
     if mode is None:
         return report
-    return replace(report, decided_by=mode, notes=report.notes + (_mode_note(mode),))
+    note = _mode_note(mode, getattr(system, "matmul_settings", ""))
+    return replace(report, decided_by=mode, notes=report.notes + (note,))
 
 
 def _deciding_matmul_mode(report, system, p, call_low, dtypes, judged) -> str | None:
@@ -172,13 +173,13 @@ def _deciding_matmul_mode(report, system, p, call_low, dtypes, judged) -> str | 
     return mode if judged(again).passed else None
 
 
-def _mode_note(mode: str) -> str:
+def _mode_note(mode: str, settings: str) -> str:
+    where = f" ({settings})" if settings else ""
     return (
         f"{mode} decides this verdict: float32 matrix products and convolutions on the "
-        f"device ran in {mode} (a 10-bit mantissa; torch.backends.cuda.matmul.allow_tf32, "
-        "torch.set_float32_matmul_precision, torch.backends.cudnn.allow_tf32). With them "
-        "in full float32 every entry is within what float32 allows. Switch them off to "
-        f"check the kernel in float32, or accept {mode}'s error."
+        f"device ran in {mode}{where}. With them in full float32 every entry is within "
+        f"what float32 allows. Switch {mode} off to check the kernel in float32, or accept "
+        f"{mode}'s error."
     )
 
 

@@ -15,6 +15,7 @@ from ..base import Capabilities
 from . import operators
 from .arrays import cast, float_kind, np, owns, prepare, session, to_array, to_numpy
 from .device import device_kit
+from .matmuls import SETTINGS as matmul_settings
 from .matmuls import full_float32, reduced_matmuls
 from .recording import (
     definition_site,
@@ -32,7 +33,7 @@ __all__ = [
     "is_traced",
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
     "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "device_kit",
-    "operators", "reduced_matmuls", "full_float32",
+    "operators", "reduced_matmuls", "full_float32", "matmul_settings",
 ]  # fmt: skip
 
 capabilities = Capabilities(operators=True, devices=True, batching=True, matmul_modes=True)

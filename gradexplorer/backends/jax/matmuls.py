@@ -15,7 +15,10 @@ from typing import Any
 
 import jax
 
-__all__ = ["reduced_matmuls", "full_float32"]
+__all__ = ["reduced_matmuls", "full_float32", "SETTINGS"]
+
+#: where a user switches the mode (for the report's note)
+SETTINGS = "jax_default_matmul_precision, or the jax.default_matmul_precision context"
 
 _FULL = {"highest", "float32", "HIGHEST", "FLOAT32"}
 

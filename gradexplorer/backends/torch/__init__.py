@@ -27,6 +27,7 @@ from .arrays import (
 )
 from .compiled import compile_function
 from .device import device_kit
+from .matmuls import SETTINGS as matmul_settings
 from .matmuls import full_float32, reduced_matmuls
 from .opcheck import custom_op_calls, opcheck
 from .recording import (
@@ -46,7 +47,7 @@ __all__ = [
     "container", "record", "op_vjp", "op_jvp", "op_eval", "op_function", "definition_site",
     "rule_site", "float_kind", "prepare", "session", "cast", "VJPTrace", "device_kit",
     "nondifferentiable_outputs", "operators", "compile_function", "custom_op_calls", "opcheck",
-    "reduced_matmuls", "full_float32",
+    "reduced_matmuls", "full_float32", "matmul_settings",
 ]  # fmt: skip
 
 capabilities = Capabilities(

@@ -234,8 +234,40 @@ def _via_backward(F, leaves, tangents):
         )
         if not isinstance(pairing, torch.Tensor) or not pairing.requires_grad:
             return y.detach(), torch.zeros_like(y)
+        probe, back = _probe_backward(y, xs)
         (jv,) = torch.autograd.grad(pairing, u)
+    _check_pairs(probe, jv, back, tangents)
     return y.detach(), jv.detach()
+
+
+def _probe_backward(y: torch.Tensor, xs: list) -> tuple[torch.Tensor, tuple]:
+    """A fixed random cotangent and the backward pass's answer to it."""
+    gen = torch.Generator(device=y.device).manual_seed(1)
+    probe = torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype)
+    back = torch.autograd.grad(y, xs, probe, retain_graph=True, allow_unused=True)
+    return probe, back
+
+
+def _check_pairs(probe: torch.Tensor, jv: torch.Tensor, back: Sequence, tangents) -> None:
+    """Raise unless the derived tangent pairs with the backward pass itself,
+    <u, J t> = <VJP(u), t> at a random u. Where part of the backward runs
+    outside autograd (a kernel's gradient added to an ordinary one), that part
+    is missing from J t, and the pairing shows it."""
+    lhs = (probe * jv).sum()
+    terms = [
+        (g.detach(), torch.as_tensor(t).to(device=g.device, dtype=g.dtype))
+        for g, t in zip(back, tangents)
+        if g is not None
+    ]
+    rhs = sum((g * t).sum() for g, t in terms)
+    scale = (probe.abs() * jv.abs()).sum() + sum((g.abs() * t.abs()).sum() for g, t in terms)
+    eps = torch.finfo(jv.dtype).eps
+    if not bool(torch.abs(lhs - rhs) <= 1024 * eps * scale + torch.finfo(jv.dtype).tiny):
+        # said in the first 120 characters: the note quotes no more
+        raise RuntimeError(
+            "part of the backward runs outside torch's autograd (a kernel, numpy), or is not "
+            "linear in g: <u, Jt> != <VJP(u), t>"
+        )
 
 
 def _check_followed(y: torch.Tensor, xs: list, grads: Sequence) -> None:
