@@ -37,7 +37,9 @@ def reduced_matmuls(leaves: Sequence[Any]) -> str | None:
     if not on_gpu:
         return None
     precision = jax.config.jax_default_matmul_precision
-    return None if precision is not None and str(precision) in _FULL else "TF32"
+    if precision is not None and str(precision) in _FULL:
+        return None
+    return "BF16" if str(precision).lower().startswith("bfloat16") else "TF32"
 
 
 @contextlib.contextmanager
