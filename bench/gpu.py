@@ -361,6 +361,19 @@ def run_probes(device: str, small: bool) -> None:
     jax_probes(n_big, device)
 
 
+def jax_operator_row(ours: Callable, theirs: Callable, u) -> dict:
+    """gx's operator beside jax's own (jitted) on the same point: agreement, times."""
+    J, want = ours(u), theirs(u)
+    err = float(abs(J - want).max() / abs(want).max())
+    t_ours = best_of(lambda: ours(u).block_until_ready())
+    t_theirs = best_of(lambda: theirs(u).block_until_ready())
+    return {
+        "gx": f"same to {err:.0e} of max, on {list(J.devices())[0]}",
+        "gx_s": f"{t_ours * 1e3:.2f} ms",
+        "note": f"jax.jit(jax.jacrev) {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
+    }
+
+
 def jax_probes(n_big: int, device: str) -> None:
     try:
         import jax
@@ -406,21 +419,41 @@ def jax_probes(n_big: int, device: str) -> None:
     W = jax.device_put(jnp.asarray(rng.standard_normal((n, n)) / n**0.5), where)
     v = jax.device_put(jnp.asarray(rng.standard_normal(n)), where)
 
-    def layer(u):
-        return jnp.tanh(W @ u) * jnp.sum(u)
+    n2 = 2000
+    W2 = jax.device_put(jnp.asarray(rng.standard_normal((n2, n2)) / n2**0.5), where)
+    v2 = jax.device_put(jnp.asarray(rng.standard_normal(n2)), where)
+    for size, M, u in ((n, W, v), (n2, W2, v2)):
 
-    @probe(f"gx.jacobian, jax {n}x{n} float64 layer on {where}", "= jax.jit(jax.jacrev)")
+        @probe(f"gx.jacobian, jax {size}x{size} float64 layer on {where}", "= jax.jit(jax.jacrev)")
+        def _(M=M, u=u):
+            def layer(w):
+                return jnp.tanh(M @ w) * jnp.sum(w)
+
+            return jax_operator_row(gx.jacobian(layer), jax.jit(jax.jacrev(layer)), u)
+
+    @probe(f"jax full check, tanh(W x) n = 300 on {where}, first and second call", "PASSED")
     def _():
-        ours, theirs = gx.jacobian(layer), jax.jit(jax.jacrev(layer))
-        J, want = ours(v), theirs(v)
-        err = float(jnp.max(jnp.abs(J - want)) / jnp.max(jnp.abs(want)))
-        t_ours = best_of(lambda: ours(v).block_until_ready())
-        t_theirs = best_of(lambda: theirs(v).block_until_ready())
+        def dense(u, M):
+            return jnp.tanh(M @ u)
+
+        report, t_first = timed(lambda: gx.check_grads(dense, v, W, wrt=0, mode="full"))
+        report, t = timed(lambda: gx.check_grads(dense, v, W, wrt=0, mode="full"))
         return {
-            "gx": f"same to {err:.0e} of max, on {list(J.devices())[0]}",
-            "gx_s": f"{t_ours * 1e3:.2f} ms",
-            "note": f"jax.jit(jax.jacrev) {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
+            "gx": entries(report),
+            "gx_s": round(t, 2),
+            "copies": report.copies,
+            "note": f"first call {t_first:.2f} s",
         }
+
+    @probe("jax.test_util.check_grads, the same custom_vjp", "raises (finds it)")
+    def _():
+        started = time.perf_counter()
+        try:
+            jax_check_grads(softplus, (x,), order=1, modes=("rev",))
+            verdict = "passed (missed)"
+        except AssertionError:
+            verdict = "raised (found)"
+        return {"jax_check_grads": verdict, "jax_s": round(time.perf_counter() - started, 2)}
 
     @probe(f"jax float32 W @ X (64x64 @ 64x16) on {where}, default precision", "TF32 named if used")
     def _():
@@ -439,50 +472,6 @@ def jax_probes(n_big: int, device: str) -> None:
             f"highest: {full.outcome.value}",
             "gx_s": round(t, 2),
         }
-
-    @probe(f"jax full check, tanh(W x) n = 300 on {where}, first and second call", "PASSED")
-    def _():
-        def dense(u, M):
-            return jnp.tanh(M @ u)
-
-        report, t_first = timed(lambda: gx.check_grads(dense, v, W, wrt=0, mode="full"))
-        report, t = timed(lambda: gx.check_grads(dense, v, W, wrt=0, mode="full"))
-        return {
-            "gx": entries(report),
-            "gx_s": round(t, 2),
-            "copies": report.copies,
-            "note": f"first call {t_first:.2f} s",
-        }
-
-    n2 = 2000
-    W2 = jax.device_put(jnp.asarray(rng.standard_normal((n2, n2)) / n2**0.5), where)
-    v2 = jax.device_put(jnp.asarray(rng.standard_normal(n2)), where)
-
-    @probe(f"gx.jacobian, jax {n2}x{n2} float64 layer on {where}", "= jax.jit(jax.jacrev)")
-    def _():
-        def wide(u):
-            return jnp.tanh(W2 @ u) * jnp.sum(u)
-
-        ours, theirs = gx.jacobian(wide), jax.jit(jax.jacrev(wide))
-        J, want = ours(v2), theirs(v2)
-        err = float(jnp.max(jnp.abs(J - want)) / jnp.max(jnp.abs(want)))
-        t_ours = best_of(lambda: ours(v2).block_until_ready())
-        t_theirs = best_of(lambda: theirs(v2).block_until_ready())
-        return {
-            "gx": f"same to {err:.0e} of max",
-            "gx_s": f"{t_ours * 1e3:.2f} ms",
-            "note": f"jax.jit(jax.jacrev) {t_theirs * 1e3:.2f} ms ({t_ours / t_theirs:.2f}x)",
-        }
-
-    @probe("jax.test_util.check_grads, the same custom_vjp", "raises (finds it)")
-    def _():
-        started = time.perf_counter()
-        try:
-            jax_check_grads(softplus, (x,), order=1, modes=("rev",))
-            verdict = "passed (missed)"
-        except AssertionError:
-            verdict = "raised (found)"
-        return {"jax_check_grads": verdict, "jax_s": round(time.perf_counter() - started, 2)}
 
 
 def versions() -> str:
