@@ -148,7 +148,12 @@ def check_precision(
     def judged(A):
         return _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples, oracle)
 
-    report = judged(analytic)
+    return _naming_matmul_mode(judged(analytic), system, p, call_low, dtypes, judged)
+
+
+def _naming_matmul_mode(report, system, p, call_low, dtypes, judged) -> PrecisionReport:
+    """The report, with the reduced-precision matmul mode named where it decides
+    the verdict (``decided_by`` and a note)."""
     mode = _deciding_matmul_mode(report, system, p, call_low, dtypes, judged)
     if mode is None:
         return report
