@@ -264,17 +264,10 @@ def _low_jacobian(p: Problem, call_low, dtypes, system):
             [onp.ravel(onp.asarray(system.to_numpy(g), dtype=float)) for g in grads]
         )
 
-    stacked = None
-    if hasattr(tr, "backward_rows"):
-
-        def stacked(U):
-            grads = tr.backward_rows(system.cast(onp.asarray(U, dtype=float), out_dtype))
-            k = U.shape[0]
-            return onp.concatenate(
-                [onp.asarray(system.to_numpy(g), dtype=float).reshape(k, -1) for g in grads],
-                axis=1,
-            )
-
+    # a low precision numpy lacks (bfloat16) is made by the backend's cast
+    stacked = rows_rule(
+        tr, system, None, lambda U: system.cast(onp.asarray(U, dtype=float), out_dtype)
+    )
     return reverse_rows(rule, p.m, stacked), out_dtype
 
 

@@ -29,14 +29,19 @@ def vjp_rule(tr, backend, y_dtype):
     return lambda u: flat(tr.backward(backend.to_array(onp.asarray(u, y_dtype))), backend)
 
 
-def rows_rule(tr, backend, y_dtype):
+def rows_rule(tr, backend, y_dtype, cotangents=None):
     """The VJP of a stack of cotangents (rows), where the trace can run them
-    together; None where it runs one backward pass per row."""
+    together; None where it runs one backward pass per row. ``cotangents``
+    makes the backend's array of the stack (default: ``y_dtype`` numpy, as is)."""
     if not hasattr(tr, "backward_rows"):
         return None
+    if cotangents is None:
+
+        def cotangents(U):
+            return backend.to_array(onp.asarray(U, y_dtype))
 
     def rule(U):
-        grads = tr.backward_rows(backend.to_array(onp.asarray(U, y_dtype)))
+        grads = tr.backward_rows(cotangents(U))
         k = U.shape[0]
         return onp.concatenate(
             [onp.asarray(backend.to_numpy(g), dtype=float).reshape(k, -1) for g in grads], axis=1
