@@ -155,6 +155,7 @@ class StepLevels:
         self.first = first = self.judged(self.F0, self.h, onp.arange(self.k), self.nm.level0)
         self.est, self.err = first.est.copy(), first.err.copy()
         self.noise_err = first.noise.copy()
+        self.kept_h = onp.broadcast_to(self.h[:, None], self.est.shape).copy()
         self.ok = first.consistent & ~self.nm.structured
         # an entry at a kink is confirmed at a smaller step (a kink merely near the
         # point leaves the stencil as it shrinks)
@@ -194,7 +195,7 @@ class StepLevels:
             _, lvl = self._level(active, hs)
             _merge(
                 lvl, active, self.est, self.err, self.noise_err, self.has, self.settled,
-                self.nonfinite,
+                self.nonfinite, hs[active], self.kept_h,
             )  # fmt: skip
             self.settled[active] |= self.sides.confirmed[active]
 
@@ -254,6 +255,7 @@ class StepLevels:
         est[active] = onp.where(take, lvl.est, sub_est)
         err[active] = onp.where(take, lvl.err, sub_err)
         self.noise_err[active] = onp.where(take, lvl.noise, self.noise_err[active])
+        self.kept_h[active] = onp.where(take, hg[active][:, None], self.kept_h[active])
         # a consistent larger step that disagrees shows the old error was too small
         err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
 
@@ -281,8 +283,9 @@ def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
     return onp.max(onp.where(moving, coord_eps[None, :], 0.0), axis=1, initial=0.0)
 
 
-def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
+def _merge(lvl, active, est, err, noise, has, settled, nonfinite, h_new, kept_h) -> None:
     """Fold one smaller-step level into the running estimates (in place)."""
+    _noise_seen_finer(lvl, active, err, noise, has, h_new, kept_h)
     prev_est, prev_err, prev_has = est[active], err[active], has[active]
     gap = onp.abs(lvl.est - prev_est)
     agree = prev_has & lvl.consistent & (gap <= lvl.err + prev_err)
@@ -296,11 +299,23 @@ def _merge(lvl, active, est, err, noise, has, settled, nonfinite) -> None:
     new_err = onp.where(clash, onp.maximum(new_err, gap), new_err)
     est[active], err[active] = new_est, new_err
     noise[active] = onp.where(take, lvl.noise, noise[active])
+    kept_h[active] = onp.where(take, h_new[:, None], kept_h[active])
     has[active] = prev_has | lvl.consistent
     # settled once two consistent levels agree (a first consistent level after
     # inconsistent ones needs a second to confirm it)
     settled[active] |= agree
     nonfinite[active] &= ~lvl.finite
+
+
+def _noise_seen_finer(lvl, active, err, noise, has, h_new, kept_h) -> None:
+    """A smaller step's smooth stencil measures f's noise from more samples than the
+    probes did; where it measures more, the kept estimates (made at larger steps)
+    carry that noise too: an FD noise error scales as sigma / step."""
+    with onp.errstate(all="ignore"):
+        implied = lvl.noise * h_new[:, None] / kept_h[active]
+    more = has[active] & lvl.consistent & onp.isfinite(implied) & (implied > noise[active])
+    err[active] = onp.where(more, err[active] + (implied - noise[active]), err[active])
+    noise[active] = onp.where(more, implied, noise[active])
 
 
 def resolution_floor(est: onp.ndarray, err: onp.ndarray) -> onp.ndarray:
@@ -319,16 +334,30 @@ def resolution_floor(est: onp.ndarray, err: onp.ndarray) -> onp.ndarray:
     return onp.where(onp.isnan(floor), err, onp.fmax(err, floor))
 
 
+def dust_outputs(noise: NoiseModel) -> onp.ndarray:
+    """Outputs whose noise is round-off of f's largest output: below what makes an
+    output noisy (:data:`~gradexplorer.fd.noise.NOISY` times its rounding) when
+    measured against the largest output's rounding instead of its own."""
+    from .noise import NOISY
+
+    largest = float(onp.max(noise.floor, initial=0.0))
+    return noise.coarse <= NOISY * largest
+
+
 def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, sides) -> Directional:
     err = resolution_floor(est, err + nm.rel * onp.abs(est))
     reason = onp.zeros(est.shape, onp.int8)
     # noise comparable to f itself leaves nothing to resolve — unless f is round-off
-    # dust around zero (an imaginary part that is 0 in exact arithmetic): there the
-    # estimate still bounds the derivative far below the Jacobian's scale
-    with onp.errstate(invalid="ignore"):
-        calm = onp.isfinite(err) & onp.isfinite(est) & has & ~(nm.rel > HOPELESS)
-        scale = float(onp.max(onp.abs(est[calm]), initial=0.0))
-    hopeless = (nm.rel > HOPELESS) & ~(err <= HOPELESS * scale)
+    # dust around zero (an imaginary part that is 0 in exact arithmetic): noise at the
+    # rounding of f's largest output, where the estimate bounds the derivative. Not an
+    # output that is erratic at its own size (sin(5e14)): its small FD error beside a
+    # large entry of another row bounds nothing
+    # (an output with structure finer than the step is hopeless only if it is still
+    # erratic at the finest scale probed: there shrinking has nothing left to find)
+    with onp.errstate(invalid="ignore", divide="ignore"):
+        erratic_fine = noise.fine > HOPELESS * noise.scale
+    erratic = (nm.rel > HOPELESS) | (nm.structured & erratic_fine[None, :])
+    hopeless = erratic & ~dust_outputs(noise)[None, :]
     reason[hopeless] = Unresolvable.ERRATIC
     err = onp.where(hopeless, onp.inf, err)
     unresolved = ~has & ~hopeless
