@@ -532,3 +532,40 @@ def test_matmul_modes_are_read_and_restored_in_the_users_own_api(setting, mode):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [mode, "None"]
+
+
+def test_jax_accelerator_columns_come_in_a_few_shapes(monkeypatch):
+    """On an accelerator every eager jax operation compiles once per shape: the columns
+    still unsettled at each step level (any count) are padded to a power of two, with the
+    same samples as unpadded ones, and the evaluator's small steps are one program each,
+    shared by every evaluator (bench/jax_compiles.py counts the programs)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from gradexplorer.backends.jax import device
+    from gradexplorer.fd import evaluation
+    from gradexplorer.fd.evaluation import DeviceEvaluator
+
+    monkeypatch.setattr(evaluation, "FEW_OUTPUTS", 0)  # reduced on the device
+    with jax.enable_x64(True):
+        x = jnp.linspace(0.1, 1.0, 9)
+        F = lambda v: jnp.sin(v) * jnp.sum(v**2)  # noqa: E731
+        seen = []
+        add_at = device.Kit.add_at
+
+        def spy(self, pts, rows, cols, vals):
+            seen.append(tuple(pts.shape))
+            return add_at(self, pts, rows, cols, vals)
+
+        monkeypatch.setattr(device.Kit, "add_at", spy)
+        accelerator = DeviceEvaluator(F, device.device_kit(x, True), np.asarray(x))
+        on_host = DeviceEvaluator(F, device.device_kit(x, False), np.asarray(x))
+        offsets = np.array([1.0, -1.0, 2.0])
+        for k in (5, 6, 7, 8):
+            columns, h = np.arange(k), np.full(k, 1e-3)
+            a = accelerator.to_host(accelerator.points(None, columns, None, h, offsets))
+            b = np.asarray(on_host.points(None, columns, None, h, offsets))
+            assert a.shape == b.shape == (k, 3, 9)
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
+        assert set(seen) == {(8 * 3, 9)}, seen
+        again = DeviceEvaluator(F, device.device_kit(x, True), np.asarray(x))
+        assert again._steps is accelerator._steps and on_host._steps is not accelerator._steps

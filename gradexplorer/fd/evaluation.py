@@ -22,6 +22,7 @@ import contextlib
 import copy
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as onp
@@ -105,6 +106,42 @@ class HostEvaluator:
         return HostEvaluator(lambda X: onp.asarray(base(X), dtype=float)[:, idx], self.owner)
 
 
+@dataclass(frozen=True)
+class _Steps:
+    """The evaluator's small steps on device arrays, each one program where the kit
+    fuses them."""
+
+    relative: Callable  # (Y, y0, n): rows 1..n of a batch relative to its row 0, plus y0
+    spread: Callable  # Y: per output, how far the rows of a batch spread from its row 0
+    around: Callable  # (fill, part): fill's first row, then part, then the rest of fill
+
+
+#: the steps per (array namespace, fuser): a program compiled once serves every evaluator
+_STEPS: dict[tuple[int, int], _Steps] = {}
+
+
+def _steps(xp: Any, fused: Callable | None) -> _Steps:
+    key = (id(xp), id(fused))
+    if key not in _STEPS:
+        _STEPS[key] = _made_steps(xp, fused)
+    return _STEPS[key]
+
+
+def _made_steps(xp: Any, fused: Callable | None) -> _Steps:
+    def relative(Y, y0, n):
+        return Y[1 : 1 + n] - Y[:1] + y0[None]
+
+    def spread(Y):
+        return xp.max(xp.abs(Y - Y[:1]), axis=0)
+
+    def around(fill, part):
+        return xp.concatenate([fill[:1], part, fill[1:]])
+
+    if fused is None:
+        return _Steps(relative, spread, around)
+    return _Steps(fused(relative, (2,)), fused(spread, ()), fused(around, ()))
+
+
 class DeviceEvaluator:
     """f on the device its inputs live on, the samples reduced there.
 
@@ -113,7 +150,9 @@ class DeviceEvaluator:
     (see :mod:`gradexplorer.backends.base`): ``xp`` (numpy-like array
     functions), ``to_host``, ``to_device``, ``repeat``, ``add_at``,
     ``batched(F)`` (F mapped over a leading axis, or None where the framework
-    cannot map f), ``device`` (its name).
+    cannot map f), ``device`` (its name), and optionally ``fused(fn, static)``
+    (fn, of device arrays, as one program: jax on an accelerator compiles each
+    eager operation per shape).
     Each batch of points is evaluated together with x0 itself, and the
     samples are taken relative to it: a batched call rounds like no other
     call, but like itself. Where a batch rounds its rows by their place in
@@ -144,10 +183,12 @@ class DeviceEvaluator:
         started = time.perf_counter()
         self.y0 = self.F(self.x0)
         self._point_cost = time.perf_counter() - started
-        if getattr(kit, "compiles_per_shape", False):
-            # reducing f's samples on the device compiles each operation per shape
-            # (hundreds in one check); a few outputs' samples are cheaper on the host
+        #: each eager operation compiles once per shape (jax on an accelerator): sizes
+        #: come in a few buckets, and a few outputs' samples are reduced on the host
+        self._compiles = bool(getattr(kit, "compiles_per_shape", False))
+        if self._compiles:
             self._few_outputs(int(self.y0.shape[0]))
+        self._steps = _steps(self.dxp, getattr(kit, "fused", None))
         self.vectorized = self._batched is not None
         self._post = None  # a map of the samples (projections), on the device
         self._measured: set[int] = set()  # batch sizes whose spread is known
@@ -184,13 +225,13 @@ class DeviceEvaluator:
         # a batch is x0 and up to chunk - 1 points: chunk rows, a power of two
         per_batch = max(1, self.chunk - 1)
         for start in range(0, X.shape[0], per_batch):
-            part = X[start : start + per_batch]
+            part = X if X.shape[0] <= per_batch else X[start : start + per_batch]
             if self._batched is not None and self._worth_batching(part.shape[0]):
                 try:
                     padded = self._padded(part)
                     self._measure_spread(padded.shape[0])
                     Y = self._batched(padded)
-                    outs.append(Y[1 : 1 + part.shape[0]] - Y[:1] + self.y0[None])
+                    outs.append(self._steps.relative(Y, self.y0, part.shape[0]))
                     continue
                 except Exception:  # f cannot be mapped over a batch: one point at a time
                     pass
@@ -228,8 +269,7 @@ class DeviceEvaluator:
         Y = self._batched(self.kit.repeat(self.x0[None], size))
         if self._post is not None:
             Y = self._post(Y)
-        spread = self.dxp.max(self.dxp.abs(Y - Y[:1]), axis=0)
-        spread = self.to_host(spread)
+        spread = self.to_host(self._steps.spread(Y))
         if onp.any(spread > 0):
             old = self.batch_spread
             self.batch_spread = spread if old is None else onp.fmax(old, spread)
@@ -244,7 +284,7 @@ class DeviceEvaluator:
         rows = 1 + part.shape[0]
         size = 1 << (rows - 1).bit_length()
         fill = self.kit.repeat(self.x0[None], size - rows + 1)
-        return self.dxp.concatenate([fill[:1], part, fill[1:]])
+        return self._steps.around(fill, part)
 
     def _one(self, row: Any) -> Any:
         """f at one point; where f raises (outside its domain), NaN, the error kept."""
@@ -256,6 +296,18 @@ class DeviceEvaluator:
             return self.y0 * onp.nan
 
     def points(self, x0, columns, vectors, h, offsets) -> Any:
+        k = h.size
+        if self._compiles and columns is not None and k & (k - 1):
+            # coordinate columns padded to a power of two (steps of 0: copies of x0), so
+            # that the points, the batches and their reductions take a few shapes, not
+            # one per count of columns still unsettled at each step level
+            pad = (1 << k.bit_length()) - k
+            columns = onp.concatenate([columns, onp.zeros(pad, columns.dtype)])
+            h = onp.concatenate([h, onp.zeros(pad)])
+            return self._points(columns, None, h, offsets)[:k]
+        return self._points(columns, vectors, h, offsets)
+
+    def _points(self, columns, vectors, h, offsets) -> Any:
         xp = self.dxp
         n_off, k = offsets.size, h.size
         delta = self.to_device(onp.outer(h, offsets).ravel())

@@ -8,6 +8,7 @@ of points with ``jax.vmap`` under ``jax.jit``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -82,6 +83,8 @@ class Kit:
             device_arithmetic = device.platform != "cpu"
         self.on_host = not device_arithmetic
         self.xp = onp if self.on_host else xp
+        #: the evaluator's small steps as one program each, on the device
+        self.fused = None if self.on_host else _fused
 
     def to_host(self, a: Any) -> onp.ndarray:
         return onp.array(a, copy=True)
@@ -92,14 +95,14 @@ class Kit:
         return jax.device_put(onp.asarray(a, dtype=onp.float64), self.jax_device)
 
     def repeat(self, row: Any, count: int) -> Any:
-        return self.xp.repeat(row, count, axis=0) if self.on_host else jnp.repeat(row, count, 0)
+        return self.xp.repeat(row, count, axis=0) if self.on_host else _repeat(row, count)
 
     def add_at(self, pts: Any, rows, cols, vals: Any) -> Any:
         if self.on_host:
             out = pts.copy()
             onp.add.at(out, (rows, cols), vals)
             return out
-        return pts.at[jnp.asarray(rows), jnp.asarray(cols)].add(vals)
+        return _add_at(pts, jnp.asarray(rows), jnp.asarray(cols), vals)
 
     def realified(self, leaves: list, dtype: str | None = None) -> Any:
         """The leaves as one real vector (Re then Im of a complex leaf) of
@@ -137,6 +140,16 @@ class Kit:
         f (jax caches each operation's program by shape, across functions)."""
         mapped = jax.jit(jax.vmap(F))
         return self.adapt(mapped) if self.on_host else self._placed(mapped)
+
+
+def _fused(fn: Callable, static: tuple = ()) -> Callable:
+    """fn as one compiled program (eagerly, each of its operations compiles per shape)."""
+    return jax.jit(fn, static_argnums=static)
+
+
+# one program each (eagerly, their several operations compiled one by one, per shape)
+_repeat = jax.jit(lambda row, count: jnp.repeat(row, count, 0), static_argnums=1)
+_add_at = jax.jit(lambda pts, rows, cols, vals: pts.at[rows, cols].add(vals))
 
 
 def device_kit(x0: Any, device_arithmetic: bool | None = None) -> Kit:
