@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as onp
 
+from .fusing import fusable
 from .quantum import output_quantum
 
 __all__ = ["estimate_noise", "NOISE_POINTS", "NoiseModel", "probe_noise"]
@@ -46,6 +47,7 @@ STILL_FALLING = 2.0
 CENTRE_KINK = 8.0
 
 
+@fusable()
 def _sigma_from_lines(F, xp=onp):
     """Noise std per output from samples ``F`` shaped (lines, points, m), the lines
     through one centre.
@@ -157,6 +159,7 @@ def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
     return (sigma if xp is onp else ev.to_host(sigma)), vals
 
 
+@fusable()
 def _magnitude(vals, y0, xp=onp):
     """The largest |f_i| among the samples and at the point (in ``xp``)."""
     quiet = onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext()

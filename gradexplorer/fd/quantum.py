@@ -29,6 +29,8 @@ import contextlib
 
 import numpy as onp
 
+from .fusing import fusable
+
 __all__ = ["output_quantum", "direction_quantum", "lowest_bit", "COARSE_BITS"]
 
 #: A grid this many times the output's own ulp (2 bits) is a staircase, not rounding.
@@ -123,7 +125,8 @@ def output_quantum(samples, y0, out_eps, xp=onp):
     return _grid(xp.reshape(samples, (1, -1, m)), y0, out_eps, xp)[0]
 
 
-def _grid(F, y0, out_eps, xp):
+@fusable()
+def _grid(F, y0, out_eps, xp=onp):
     """The quantum per direction and output of samples ``(k, points, m)``."""
     quiet = onp.errstate(all="ignore") if xp is onp else contextlib.nullcontext()
     with quiet:
@@ -133,8 +136,7 @@ def _grid(F, y0, out_eps, xp):
         q = xp.min(xp.where(moved, bits, onp.inf), axis=1)
         mag = xp.max(xp.where(xp.isfinite(F), xp.abs(F), 0.0), axis=1)
         mag = xp.maximum(mag, xp.where(xp.isfinite(y0), xp.abs(y0), 0.0)[None, :])
-        eps = onp.asarray(out_eps, dtype=float)
-        own = (xp.asarray(eps) if xp is not onp else eps) * mag
+        own = (onp.asarray(out_eps, dtype=float) if xp is onp else xp.asarray(out_eps)) * mag
         # two moves at least: a single difference can share trailing zeros by chance
         enough = xp.sum(xp.where(moved, 1.0, 0.0), axis=1) >= 2
         coarse = enough & xp.isfinite(q) & (q >= COARSE_BITS * own) & (own > 0)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as onp
 
+from .fusing import fusable
+
 __all__ = ["Scheme", "SCHEMES", "RATIO", "combine", "one_sided", "OneSided"]
 
 #: Second step family, as a fraction of the first (non-dyadic against 1/2).
@@ -113,6 +115,7 @@ def _differences(scheme: Scheme, F, y0, h):
     return [(F[:, q] - y0[None, :]) / (off[q] * hk) for q in range(off.size)]
 
 
+@fusable("scheme")
 def combine(scheme: Scheme, F, y0, h, sigma, xp=onp) -> Combined:
     """Estimates from samples ``F`` (k, n_offsets, m) at steps ``h`` (k,).
 
@@ -192,6 +195,7 @@ PLUS_OFFSETS, MINUS_OFFSETS = (0, 2, 4, 6), (1, 3, 5, 7)
 _PLUS, _MINUS = PLUS_OFFSETS, MINUS_OFFSETS
 
 
+@fusable()
 def one_sided(F, y0, h, sigma, xp=onp) -> OneSided:
     """One-sided derivatives from the samples of the Richardson stencil, no new
     evaluations: each side's slopes over c·h (c = 1, 1/2, r, r/2) are
@@ -249,6 +253,7 @@ def _residual_projector(offsets) -> onp.ndarray:
 _PROJECTOR = _residual_projector(SCHEMES["richardson"].offsets)
 
 
+@fusable()
 def stencil_residual(F, y0, xp=onp):
     """f's noise as the Richardson stencil itself sees it, per direction and output.
 
@@ -266,6 +271,7 @@ def stencil_residual(F, y0, xp=onp):
     return xp.where(moved, s, onp.nan)
 
 
+@fusable()
 def pooled(residual, xp=onp):
     """Root mean square over directions of :func:`stencil_residual` (0 where none)."""
     with _quiet(xp):

@@ -8,6 +8,7 @@ of points with ``jax.vmap`` under ``jax.jit``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -55,6 +56,30 @@ xp = SimpleNamespace(
     astype_int64=lambda a: a.astype(jnp.int64),
     astype_float64=lambda a: a.astype(jnp.float64),
 )
+
+
+def _program(fn: Callable) -> Callable:
+    """fn (keyword arrays -> arrays, or a dataclass of them) compiled whole: each
+    eager operation would compile on its own, per shape (see gradexplorer.fd.fusing)."""
+    made: dict = {}
+
+    def flat(**arrays):
+        out = fn(**arrays)
+        if dataclasses.is_dataclass(out):
+            made["type"] = type(out)
+            return {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+        return out
+
+    program = jax.jit(flat)
+
+    def run(**arrays):
+        out = program(**arrays)
+        return made["type"](**out) if "type" in made else out
+
+    return run
+
+
+xp.fuse = _program
 
 
 class Kit:
