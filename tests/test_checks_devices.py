@@ -573,9 +573,11 @@ def test_jax_accelerator_columns_come_in_a_few_shapes(monkeypatch):
 
 def test_jax_fused_reductions_give_the_eager_numbers(monkeypatch):
     """The FD reductions run as one program each on an accelerator (gradexplorer.fd.
-    fusing): on the CPU with the accelerator's path forced, the estimates, errors and
-    reasons equal the eager operations' (to a few ulps of the estimates) and a planted
-    error is found at the same entry."""
+    fusing): on the CPU with the accelerator's path forced, check_grads' estimates equal
+    the eager operations' to a few ulps, its errors to 1% (a truncation error is the
+    difference of two near-equal estimates: an ulp of either moves it by ~1e-3
+    relative), and the verdicts, the wrong entries and the unresolved ones are the same.
+    (numeric_jacobian does not take the device path: it is not compared here.)"""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     from gradexplorer.backends.jax import device
@@ -592,7 +594,7 @@ def test_jax_fused_reductions_give_the_eager_numbers(monkeypatch):
     g.defvjp(
         lambda v: (g(v), v),
         lambda v, ct: (
-            jax.vjp(lambda u: jnp.sin(3 * u) * jnp.cumsum(u), v)[1](ct)[0].at[4].add(1e-6),
+            jax.vjp(lambda u: jnp.sin(3 * u) * jnp.cumsum(u), v)[1](ct)[0].at[4].multiply(1 + 1e-6),
         ),
     )
     with jax.enable_x64(True):
@@ -601,14 +603,12 @@ def test_jax_fused_reductions_give_the_eager_numbers(monkeypatch):
         for fused in (True, False):
             if not fused:
                 monkeypatch.delattr(device.xp, "fuse")
-            r = gx.numeric_jacobian(g, x)
-            report = gx.check_grads(g, x)
-            runs.append((r, report))
-    (a, ra), (b, rb) = runs
-    np.testing.assert_allclose(a.jacobian, b.jacobian, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(a.error, b.error, rtol=1e-6)
-    assert a.unresolved == b.unresolved
+            runs.append(gx.check_grads(g, x, rng=0))
+    ra, rb = runs
+    np.testing.assert_allclose(ra.numeric, rb.numeric, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ra.fd_error, rb.fd_error, rtol=1e-2)
+    assert [e.label for e in ra.unresolved] == [e.label for e in rb.unresolved]
     assert ra.outcome is rb.outcome is gx.Outcome.FAILED
     named = {(e.out_index, e.in_index) for e in ra.mismatches}
     assert named == {(e.out_index, e.in_index) for e in rb.mismatches}
-    assert {i for _, i in named} == {(4,)}  # column 4: the rule adds to every cotangent's
+    assert {i for _, i in named} == {(4,)}  # column 4: the rule scales every cotangent's

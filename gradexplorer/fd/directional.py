@@ -20,7 +20,6 @@ import numpy as onp
 from .levels import BALANCE, DEEP_SHRINK, Directional, StepLevels, resolution_floor
 from .noise import NoiseModel
 from .reasons import Unresolvable
-from .restart import far_directions, poorly_known, restart_far
 from .sampling import exact_steps
 
 __all__ = [
@@ -107,33 +106,5 @@ def directional_derivatives(
         return run.unrefined()
     run.shrink()
     # an estimate that only steers a search (balance=inf) is not refined further
-    levels = 0 if onp.isinf(run.balance) else max_grow + 1
-    run.grow(grow_to, levels)
-    out = run.finished()
-    if grow_to is None or levels == 0:
-        return out
-
-    def descend(active):
-        again = StepLevels(
-            evaluate, x0, y0, run.noise, _snapped(grow_to[active], columns, active, x0, spacing),
-            columns=None if columns is None else columns[active],
-            vectors=None if vectors is None else vectors[active], method=method, adapt=adapt,
-            max_shrink=max_shrink, chunk=chunk, spacing=spacing, coord_eps=coord_eps,
-            out_eps=out_eps,
-        )  # fmt: skip
-        again.first_level(run.balance)
-        again.shrink()
-        again.grow(None, 0)
-        return again.finished(), again.has & again.settled
-
-    far = far_directions(run.h, grow_to, levels)
-    poor = poorly_known(out, run.dir_eps)
-    return restart_far(out, onp.flatnonzero(far & onp.any(poor, axis=1)), descend)
-
-
-def _snapped(steps, columns, active, x0, spacing):
-    """Coordinate steps exact at their coordinates (directions' steps as they are)."""
-    if columns is None or spacing is None:
-        return steps
-    cols = columns[active]
-    return exact_steps(x0[cols], steps, spacing[cols])
+    run.grow(grow_to, 0 if onp.isinf(run.balance) else max_grow + 1)
+    return run.finished()

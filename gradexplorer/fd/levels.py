@@ -335,29 +335,32 @@ def resolution_floor(est: onp.ndarray, err: onp.ndarray) -> onp.ndarray:
 
 
 def dust_outputs(noise: NoiseModel) -> onp.ndarray:
-    """Outputs whose noise is round-off of f's largest output: below what makes an
-    output noisy (:data:`~gradexplorer.fd.noise.NOISY` times its rounding) when
-    measured against the largest output's rounding instead of its own."""
-    from .noise import NOISY
-
-    largest = float(onp.max(noise.floor, initial=0.0))
-    return noise.coarse <= NOISY * largest
+    """Outputs whose noise, comparable to themselves, is negligible beside f's largest
+    output (:data:`HOPELESS` of it): round-off dust around zero (an imaginary part
+    that is 0, a difference of large intermediates), not an output that is erratic
+    at a size of its own."""
+    largest = float(onp.max(noise.scale, initial=0.0))
+    return noise.coarse <= HOPELESS * largest
 
 
 def _finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, sides) -> Directional:
     err = resolution_floor(est, err + nm.rel * onp.abs(est))
     reason = onp.zeros(est.shape, onp.int8)
     # noise comparable to f itself leaves nothing to resolve — unless f is round-off
-    # dust around zero (an imaginary part that is 0 in exact arithmetic): noise at the
-    # rounding of f's largest output, where the estimate bounds the derivative. Not an
-    # output that is erratic at its own size (sin(5e14)): its small FD error beside a
-    # large entry of another row bounds nothing
+    # dust around zero (an imaginary part that is 0 in exact arithmetic): noise
+    # negligible beside f's largest output, and an estimate that bounds the derivative
+    # far below the Jacobian's scale. Not an output that is erratic at its own size
+    # (sin(5e14)): its small FD error beside a large entry of another row bounds nothing
+    with onp.errstate(invalid="ignore"):
+        calm = onp.isfinite(err) & onp.isfinite(est) & has & ~(nm.rel > HOPELESS)
+        scale = float(onp.max(onp.abs(est[calm]), initial=0.0))
+    dust = dust_outputs(noise)[None, :] & (err <= HOPELESS * scale)
     # (an output with structure finer than the step is hopeless only if it is still
     # erratic at the finest scale probed: there shrinking has nothing left to find)
     with onp.errstate(invalid="ignore", divide="ignore"):
         erratic_fine = noise.fine > HOPELESS * noise.scale
     erratic = (nm.rel > HOPELESS) | (nm.structured & erratic_fine[None, :])
-    hopeless = erratic & ~dust_outputs(noise)[None, :]
+    hopeless = erratic & ~dust
     reason[hopeless] = Unresolvable.ERRATIC
     err = onp.where(hopeless, onp.inf, err)
     unresolved = ~has & ~hopeless

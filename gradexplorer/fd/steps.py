@@ -38,12 +38,25 @@ def default_step(x: Any, method: str = "richardson") -> onp.ndarray:
     with onp.errstate(all="ignore"):
         mag = onp.abs(x).astype(float)
         good = onp.isfinite(mag) & (mag > 0)
-        typical = float(onp.sqrt(onp.mean(mag[good] ** 2))) if good.any() else 1.0
+        typical = root_mean_square(mag[good]) if good.any() else 1.0
     if not onp.isfinite(typical) or typical == 0:
         typical = 1.0
     floor = float(onp.finfo(rdt).tiny / onp.finfo(rdt).eps)
     scale = onp.where(good, mag, typical)
     return _BASE_STEP[method][rdt.itemsize] * onp.maximum(scale, floor)
+
+
+def root_mean_square(mag: onp.ndarray) -> float:
+    """The root mean square of positive magnitudes, scaled by their largest first, so
+    that neither squares of 1e-200 underflow to 0 nor squares of 1e200 overflow.
+
+    >>> [f"{root_mean_square(onp.array(m)):.4g}" for m in ([5.4e-265, 0.0], [3e200, 3e200])]
+    ['3.818e-265', '3e+200']
+    """
+    top = float(onp.max(mag))
+    if top == 0 or not onp.isfinite(top):
+        return top
+    return top * float(onp.sqrt(onp.mean((mag / top) ** 2)))
 
 
 def step_ratio(method: str, eps: float, to: str = "richardson") -> float:
@@ -119,7 +132,7 @@ def typical_steps(call: Call, method: str, to_host: Callable = onp.asarray) -> o
     for s, value in zip(call.specs, call.values):
         mag = onp.abs(onp.asarray(to_host(value))).astype(float).ravel()
         good = mag[onp.isfinite(mag) & (mag > 0)]
-        typical = float(onp.sqrt(onp.mean(good**2))) if good.size else 1.0
+        typical = root_mean_square(good) if good.size else 1.0
         out.append(onp.full(s.real_size, _BASE_STEP[method][s.real_dtype.itemsize] * typical))
     return onp.concatenate(out) if out else onp.zeros(0)
 
