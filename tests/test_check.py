@@ -435,3 +435,36 @@ def test_assert_grads_fails_on_an_inconclusive_check_unless_allowed():
     with pytest.raises(gx.GradientError):
         r.raise_if_failed()
     assert r.raise_if_failed(inconclusive_ok=True) is r
+
+
+def test_a_vjp_with_an_offset_is_not_linear_whatever_the_draw():
+    """vjp(g) = g·J + 1e-6 at one entry: affine, not linear. Its gap shows in one
+    coordinate; when round-off happened to show in a quarter of the others too, the
+    rule passed for a solver with a 1e-3 tolerance (1 draw in 16). A linear map sends
+    0 to exactly 0 (a solver's too), so rule(0) != 0 decides it, in every draw."""
+    from autograd import make_vjp
+    from autograd.extend import defvjp, primitive
+
+    def smooth(v):
+        return anp.sin(3 * v) * anp.cumsum(v)
+
+    @primitive
+    def g(v):
+        return smooth(v)
+
+    def offset_vjp(ans, v):
+        back = make_vjp(smooth)(v)[0]
+
+        def vjp(ct):
+            out = back(ct).copy()
+            out[4] += 1e-6
+            return out
+
+        return vjp
+
+    defvjp(g, offset_vjp)
+    x = np.linspace(-1.0, 1.5, 9)
+    for seed in range(16):
+        report = gx.check_grads(g, x, rng=seed)
+        assert report.outcome is gx.Outcome.FAILED, (seed, report)
+        assert any("not linear in its cotangent" in n for n in report.notes), (seed, report)

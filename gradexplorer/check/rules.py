@@ -97,18 +97,25 @@ def linearity_gap(rule, size_in: int, size_out: int, gen, dtype, eps):
 
     Returns ``(ratio, relative_gap, (u, rule(u)))`` so callers can compare
     ``rule(u)`` too; ``relative_gap`` is the gap over the values' size.
+
+    A linear map sends 0 to exactly 0, an adaptive solver's too (an ODE adjoint
+    or a conjugate gradient started from zero stays there): where ``rule(0)`` is
+    a finite nonzero, the rule adds a term not multiplied by its argument, and both
+    ratios are infinite there (never the small, broad gap of a solver's tolerance).
     """
     u = gen.standard_normal(size_in).astype(dtype)
     v = gen.standard_normal(size_in).astype(dtype)
     a, b = 0.75, -1.25  # exact in binary: the combination adds no rounding of its own
     ru, rv, ruv = rule(u), rule(v), rule(a * u + b * v)
+    at_zero = rule(onp.zeros(size_in, dtype))
+    offset = onp.isfinite(at_zero) & (at_zero != 0)  # (a NaN is reported as a NaN)
     gap = onp.abs(ruv - (a * ru + b * rv))
     size = onp.abs(a * ru) + onp.abs(b * rv) + onp.abs(ruv)
     allowed = LINEARITY_ULPS * eps * size
     with onp.errstate(invalid="ignore", divide="ignore"):
         ratio = onp.where(allowed > 0, gap / allowed, onp.where(gap > 0, onp.inf, 0.0))
         rel = onp.where(size > 0, gap / size, onp.where(gap > 0, onp.inf, 0.0))
-    return ratio, rel, (u, ru)
+    return onp.where(offset, onp.inf, ratio), onp.where(offset, onp.inf, rel), (u, ru)
 
 
 def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:
