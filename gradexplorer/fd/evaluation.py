@@ -22,10 +22,11 @@ import contextlib
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as onp
+
+from .fusing import fusable
 
 __all__ = ["HostEvaluator", "DeviceEvaluator", "Crossing", "as_evaluator", "FEW_OUTPUTS"]
 
@@ -106,40 +107,26 @@ class HostEvaluator:
         return HostEvaluator(lambda X: onp.asarray(base(X), dtype=float)[:, idx], self.owner)
 
 
-@dataclass(frozen=True)
-class _Steps:
-    """The evaluator's small steps on device arrays, each one program where the kit
-    fuses them."""
-
-    relative: Callable  # (Y, y0, n): rows 1..n of a batch relative to its row 0, plus y0
-    spread: Callable  # Y: per output, how far the rows of a batch spread from its row 0
-    around: Callable  # (fill, part): fill's first row, then part, then the rest of fill
+# The evaluator's small steps on device arrays, one program each where the namespace
+# fuses them (jax on an accelerator compiles each eager operation per shape).
 
 
-#: the steps per (array namespace, fuser): a program compiled once serves every evaluator
-_STEPS: dict[tuple[int, int], _Steps] = {}
+@fusable("n")
+def _relative(Y, y0, n, xp=onp):
+    """Rows 1..n of a batch relative to its row 0 (x0 in the same call), plus f(x0)."""
+    return Y[1 : 1 + n] - Y[:1] + y0[None]
 
 
-def _steps(xp: Any, fused: Callable | None) -> _Steps:
-    key = (id(xp), id(fused))
-    if key not in _STEPS:
-        _STEPS[key] = _made_steps(xp, fused)
-    return _STEPS[key]
+@fusable()
+def _spread(Y, xp=onp):
+    """Per output, how far the rows of a batch spread from its row 0."""
+    return xp.max(xp.abs(Y - Y[:1]), axis=0)
 
 
-def _made_steps(xp: Any, fused: Callable | None) -> _Steps:
-    def relative(Y, y0, n):
-        return Y[1 : 1 + n] - Y[:1] + y0[None]
-
-    def spread(Y):
-        return xp.max(xp.abs(Y - Y[:1]), axis=0)
-
-    def around(fill, part):
-        return xp.concatenate([fill[:1], part, fill[1:]])
-
-    if fused is None:
-        return _Steps(relative, spread, around)
-    return _Steps(fused(relative, (2,)), fused(spread, ()), fused(around, ()))
+@fusable()
+def _around(fill, part, xp=onp):
+    """fill's first row, then part, then the rest of fill."""
+    return xp.concatenate([fill[:1], part, fill[1:]])
 
 
 class DeviceEvaluator:
@@ -150,9 +137,7 @@ class DeviceEvaluator:
     (see :mod:`gradexplorer.backends.base`): ``xp`` (numpy-like array
     functions), ``to_host``, ``to_device``, ``repeat``, ``add_at``,
     ``batched(F)`` (F mapped over a leading axis, or None where the framework
-    cannot map f), ``device`` (its name), and optionally ``fused(fn, static)``
-    (fn, of device arrays, as one program: jax on an accelerator compiles each
-    eager operation per shape).
+    cannot map f), ``device`` (its name).
     Each batch of points is evaluated together with x0 itself, and the
     samples are taken relative to it: a batched call rounds like no other
     call, but like itself. Where a batch rounds its rows by their place in
@@ -188,7 +173,6 @@ class DeviceEvaluator:
         self._compiles = bool(getattr(kit, "compiles_per_shape", False))
         if self._compiles:
             self._few_outputs(int(self.y0.shape[0]))
-        self._steps = _steps(self.dxp, getattr(kit, "fused", None))
         self.vectorized = self._batched is not None
         self._post = None  # a map of the samples (projections), on the device
         self._measured: set[int] = set()  # batch sizes whose spread is known
@@ -231,7 +215,7 @@ class DeviceEvaluator:
                     padded = self._padded(part)
                     self._measure_spread(padded.shape[0])
                     Y = self._batched(padded)
-                    outs.append(self._steps.relative(Y, self.y0, part.shape[0]))
+                    outs.append(_relative(Y, self.y0, part.shape[0], xp=self.dxp))
                     continue
                 except Exception:  # f cannot be mapped over a batch: one point at a time
                     pass
@@ -269,7 +253,7 @@ class DeviceEvaluator:
         Y = self._batched(self.kit.repeat(self.x0[None], size))
         if self._post is not None:
             Y = self._post(Y)
-        spread = self.to_host(self._steps.spread(Y))
+        spread = self.to_host(_spread(Y, xp=self.dxp))
         if onp.any(spread > 0):
             old = self.batch_spread
             self.batch_spread = spread if old is None else onp.fmax(old, spread)
@@ -284,7 +268,7 @@ class DeviceEvaluator:
         rows = 1 + part.shape[0]
         size = 1 << (rows - 1).bit_length()
         fill = self.kit.repeat(self.x0[None], size - rows + 1)
-        return self._steps.around(fill, part)
+        return _around(fill, part, xp=self.dxp)
 
     def _one(self, row: Any) -> Any:
         """f at one point; where f raises (outside its domain), NaN, the error kept."""

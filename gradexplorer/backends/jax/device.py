@@ -108,8 +108,6 @@ class Kit:
             device_arithmetic = device.platform != "cpu"
         self.on_host = not device_arithmetic
         self.xp = onp if self.on_host else xp
-        #: the evaluator's small steps as one program each, on the device
-        self.fused = None if self.on_host else _fused
 
     def to_host(self, a: Any) -> onp.ndarray:
         return onp.array(a, copy=True)
@@ -165,11 +163,6 @@ class Kit:
         f (jax caches each operation's program by shape, across functions)."""
         mapped = jax.jit(jax.vmap(F))
         return self.adapt(mapped) if self.on_host else self._placed(mapped)
-
-
-def _fused(fn: Callable, static: tuple = ()) -> Callable:
-    """fn as one compiled program (eagerly, each of its operations compiles per shape)."""
-    return jax.jit(fn, static_argnums=static)
 
 
 # one program each (eagerly, their several operations compiled one by one, per shape)
