@@ -82,6 +82,7 @@ def main():
             f"{t_ours / t_c:.1f}x",
         )
     )
+    rows.extend(framework_rows(t_ours))
     extra = {}
     try:
         import numdifftools as nd
@@ -146,6 +147,40 @@ def main():
     print(f"median error estimate / max|J| = {np.median(r.error) / scale:.1e}")
     for name, t in extra.items():
         print(f"speed-up vs {name}: {t / t_ours:.1f}x (default), {t / t_vec:.1f}x (vectorized)")
+
+
+def framework_rows(t_ours: float) -> list:
+    """The same Jacobian of f written in torch and in jax: the stencils are built,
+    evaluated (mapped over batches) and reduced with the framework's own arrays."""
+    rows = []
+    for name, make in (("torch", _torch_f), ("jax", _jax_f)):
+        try:
+            g, x = make()
+        except ImportError:
+            continue
+        r = gx.numeric_jacobian(g, x)
+        t = best_time(lambda g=g, x=x: gx.numeric_jacobian(g, x), repeat=3)
+        label = f"gradexplorer richardson, {name} arrays ({r.device}, {r.copies} copies)"
+        rows.append(
+            (label, f"{t * 1e3:.1f} ms", f"{accuracy(r.jacobian):.1e}", f"{t_ours / t:.1f}x")
+        )
+    return rows
+
+
+def _torch_f():
+    import torch
+
+    Wt, bt = torch.from_numpy(W), torch.from_numpy(b)
+    return (lambda x: torch.tanh(Wt @ x + bt) * x), torch.from_numpy(x0)
+
+
+def _jax_f():
+    import jax
+    import jax.numpy as jnp
+
+    with jax.enable_x64(True):
+        Wj, bj, xj = jnp.asarray(W), jnp.asarray(b), jnp.asarray(x0)
+    return (lambda x: jnp.tanh(Wj @ x + bj) * x), xj
 
 
 if __name__ == "__main__":

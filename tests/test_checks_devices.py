@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -133,6 +134,33 @@ def test_the_report_names_the_device_and_counts_its_copies(device):
     report = gx.check_grads(Recorder(), x, W)
     assert report.device.startswith(torch.device(device).type) and report.copies > 0
     assert (" on cuda" in str(report).splitlines()[0]) == (device == "cuda")
+
+
+def test_numeric_jacobian_runs_its_stencils_batched_on_the_device():
+    """The stencil points are built on the device and go through f in batches
+    (torch.func.vmap), not one host-built point per call: f's concrete calls are a
+    handful (the guards, x0), far fewer than its evaluations; numpy code stays on
+    the host with no copies."""
+    f = Recorder()
+    x, W = point("cpu")
+    fd = gx.numeric_jacobian(f, x, W, wrt=0)
+    assert fd.device == "cpu" and fd.copies > 0
+    assert len(f.calls) < fd.nfev / 20, (len(f.calls), fd.nfev)
+    host = gx.numeric_jacobian(lambda x: np.tanh(x), np.ones(3))
+    assert (host.device, host.copies) == ("cpu", 0)
+
+
+def test_numeric_jacobian_on_the_device_gives_the_host_numbers():
+    """The device path (points, batches, reductions with the framework's arrays)
+    and the host path (numpy points, one call each) estimate the same Jacobian."""
+    x = torch.linspace(-1.0, 1.5, 7, dtype=torch.float64)
+    f = lambda x: torch.sin(3 * x) * torch.cumsum(x, 0)  # noqa: E731
+    device = gx.numeric_jacobian(f, on("cpu", x))
+    host = gx.numeric_jacobian(f, x, vectorized=False, executor=map)
+    assert device.copies > 0 and host.copies == 0
+    np.testing.assert_allclose(device.jacobian, host.jacobian, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(device.error, host.error, rtol=0.2, atol=1e-14)
+    assert device.nfev == host.nfev
 
 
 def test_copies_do_not_grow_with_the_number_of_inputs():
@@ -280,6 +308,7 @@ def test_the_explorer_shows_a_device_function():
 
 JAX_ON_A_SECOND_DEVICE = """
 import contextlib
+import warnings
 import os
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 import jax
@@ -300,6 +329,9 @@ def f(x):
 
 report = gx.check_grads(f, x)
 assert report.passed and report.device == "cpu:1", (report.device, report.outcome)
+assert seen == {"TFRT_CPU_1"} or seen == {str(second)}, seen
+fd = gx.numeric_jacobian(f, x)
+assert fd.device == "cpu:1" and fd.copies > 0 and not fd.unresolved, (fd.device, fd)
 assert seen == {"TFRT_CPU_1"} or seen == {str(second)}, seen
 
 # the accelerator's path (samples reduced with jax.numpy on the device), on the CPU
@@ -575,8 +607,8 @@ def test_jax_fused_reductions_give_the_eager_numbers(monkeypatch):
     fusing): on the CPU with the accelerator's path forced, check_grads' estimates equal
     the eager operations' to a few ulps, its errors to 1% (a truncation error is the
     difference of two near-equal estimates: an ulp of either moves it by ~1e-3
-    relative), and the verdicts, the wrong entries and the unresolved ones are the same.
-    (numeric_jacobian does not take the device path: it is not compared here.)"""
+    relative), and the verdicts, the wrong entries and the unresolved ones are the same;
+    so do numeric_jacobian's."""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     from gradexplorer.backends.jax import device
@@ -598,12 +630,17 @@ def test_jax_fused_reductions_give_the_eager_numbers(monkeypatch):
     )
     with jax.enable_x64(True):
         x = jnp.linspace(-1.0, 1.5, 9)
-        runs = []
+        runs, jacobians = [], []
         for fused in (True, False):
             if not fused:
                 monkeypatch.delattr(device.xp, "fuse")
             runs.append(gx.check_grads(g, x, rng=0))
+            jacobians.append(gx.numeric_jacobian(g, x))
     ra, rb = runs
+    ja, jb = jacobians
+    np.testing.assert_allclose(ja.jacobian, jb.jacobian, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ja.error, jb.error, rtol=1e-2)
+    assert ja.unresolved == jb.unresolved and ja.copies > 0
     np.testing.assert_allclose(ra.numeric, rb.numeric, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(ra.fd_error, rb.fd_error, rtol=1e-2)
     assert [e.label for e in ra.unresolved] == [e.label for e in rb.unresolved]
@@ -611,3 +648,37 @@ def test_jax_fused_reductions_give_the_eager_numbers(monkeypatch):
     named = {(e.out_index, e.in_index) for e in ra.mismatches}
     assert named == {(e.out_index, e.in_index) for e in rb.mismatches}
     assert {i for _, i in named} == {(4,)}  # column 4: the rule scales every cotangent's
+
+
+@pytest.mark.parametrize("accelerator", [False, True])
+def test_a_native_float32_jax_check_asks_jax_for_no_float64(monkeypatch, accelerator):
+    """precision="native" runs without jax's 64-bit mode: the finite differences
+    work in the widest float jax has then (float32), with no "float64 is not
+    available" warnings, and still find the wrong entry."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from gradexplorer.backends.jax import device
+    from gradexplorer.fd import evaluation
+
+    if accelerator:
+        plain = device.Kit.__init__
+        monkeypatch.setattr(device.Kit, "__init__", lambda self, d, a=None: plain(self, d, True))
+        monkeypatch.setattr(evaluation, "FEW_OUTPUTS", 0)
+
+    def h(v):
+        return jnp.sin(3 * v) * jnp.cumsum(v)
+
+    @jax.custom_vjp
+    def g(v):
+        return h(v)
+
+    g.defvjp(lambda v: (h(v), v), lambda v, ct: (jax.vjp(h, v)[1](ct)[0].at[4].multiply(1.01),))
+    x = jnp.linspace(-1.0, 1.5, 9, dtype=jnp.float32)
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        right = gx.check_grads(h, x, precision="native", rng=0)
+        wrong = gx.check_grads(g, x, precision="native", rng=0)
+        fd = gx.numeric_jacobian(h, x, precision="native")
+    assert right.passed and not wrong.passed
+    assert {e.in_index for e in wrong.mismatches} == {(4,)}
+    assert fd.copies > 0 and np.all(np.isfinite(fd.error))

@@ -19,9 +19,10 @@ import numpy as onp
 
 from ..backends import get_backend
 from ..core.calls import Call, bind_call
-from ..core.guards import guarded_call, reseeded
-from ..core.outputs import OutputLayout
+from ..core.guards import guarded_call
 from ..core.tree import Leaf
+from ..fd.device_map import device_evaluator as fd_device_evaluator
+from ..fd.device_map import traceable
 from ..fd.evaluation import DeviceEvaluator, HostEvaluator
 from ..fd.jacobian import RealMap, coordinate_eps, coordinate_spacing, steps_for, typical_steps
 from .report import Blocks
@@ -235,28 +236,5 @@ def real_leaves(backend: Any, specs: list, values: list) -> list:
 
 
 def device_evaluator(p: Problem, kit: Any, leaves: list | None = None) -> DeviceEvaluator:
-    """A :class:`DeviceEvaluator` of p's F: one real vector on the device in, f's
-    realified output (float64) out; each leaf cut from the vector in its dtype."""
-    bounds = onp.cumsum([0] + [s.real_size for s in p.cols.sides])
-    dtypes = [str(s.real_dtype) for s in p.cols.sides]
-    F = p.F
-
-    def flat(x):
-        leaves = [kit.cast(x[a:b], d) for a, b, d in zip(bounds[:-1], bounds[1:], dtypes)]
-        return kit.cast(F(*leaves), kit.widest)
-
-    x0 = None if leaves is None else kit.realified(leaves)
-    return DeviceEvaluator(flat, kit, p.x0, x0_device=x0)
-
-
-def traceable(call: Call, layout: OutputLayout, reseed: int | None, backend: Any) -> Callable:
-    specs, np = call.specs, backend.np
-
-    def F(*ws):
-        leaves = [s.from_real(w, np=np) for s, w in zip(specs, ws)]
-        reseeded(reseed)
-        return layout.realify(call(*leaves), np=np)
-
-    # a backend that answers from hand-written rules needs the call, not a trace
-    F.call, F.layout, F.reseed = call, layout, reseed
-    return F
+    """A :class:`DeviceEvaluator` of p's F, at p's point (``leaves``: f's own arrays)."""
+    return fd_device_evaluator(p.F, kit, p.cols.sides, p.x0, leaves)

@@ -26,6 +26,7 @@ from ..core.guards import guarded_call, keeping_random_state
 from ..core.outputs import output_layout
 from ..core.tree import Leaf
 from .complexstep import complex_step_derivatives, complex_step_jacobian
+from .device_map import call_on_device
 from .directional import directional_derivatives, exact_steps
 from .executors import opened_executor, spread
 from .noise import NoiseModel, probe_noise
@@ -64,6 +65,11 @@ class FDResult:
         f's measured noise level per output (standard deviation).
     unresolved : tuple of (label, reason)
         Entries whose error is infinite, and why.
+    device : str
+        Where f ran and the samples were reduced: ``"cpu"`` for numpy code, the
+        inputs' own device for torch tensors and jax arrays (``"cuda:0"``).
+    copies : int
+        Host <-> device copies the estimate took (0 on the host).
     """
 
     jacobian: onp.ndarray
@@ -73,6 +79,8 @@ class FDResult:
     method: str
     noise: onp.ndarray = field(default_factory=lambda: onp.zeros(0))
     unresolved: tuple = ()
+    device: str = "cpu"
+    copies: int = 0
 
     def __str__(self) -> str:
         finite = onp.isfinite(self.error)
@@ -248,7 +256,10 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed, sy
     y0 = onp.asarray(layout.realify(y), dtype=float)
     steps = steps_for(call, step, method, system.to_numpy)
     spacing = coordinate_spacing(x0, call.specs)
-    evaluate = _evaluator(gmap, vectorized, executor)
+    on_device = None
+    if not vectorized and executor is None and method != "complex_step":
+        on_device = call_on_device(call, layout, reseed, system, x0)
+    evaluate = _evaluator(gmap, vectorized, executor) if on_device is None else on_device
     out_eps = onp.concatenate([onp.full(s.real_size, s.eps) for s in layout.leaves])
     if method == "complex_step":
         J, E, nfev = complex_step_jacobian(
@@ -289,7 +300,8 @@ def _numeric_one(call, layout, y, method, step, vectorized, executor, reseed, sy
         shape = rows[0].shape + specs[0].shape
         J, E = J.reshape(shape), E.reshape(shape)
     step_out = steps[: specs[0].size].reshape(specs[0].shape) if simple else steps
-    return FDResult(J, E, step_out, int(nfev), method, noise.coarse, unresolved)
+    where = ("cpu", 0) if on_device is None else (on_device.device, on_device.copies)
+    return FDResult(J, E, step_out, int(nfev), method, noise.coarse, unresolved, *where)
 
 
 def _row_label(rows: Sequence[Leaf], i: int) -> str:

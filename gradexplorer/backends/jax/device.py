@@ -53,8 +53,9 @@ xp = SimpleNamespace(
         )
     },  # fmt: skip
     asarray=lambda a, dtype=None: jnp.asarray(a, dtype=dtype),
-    astype_int64=lambda a: a.astype(jnp.int64),
-    astype_float64=lambda a: a.astype(jnp.float64),
+    # the widest jax has: 32 bits where 64-bit mode is off (a ``precision="native"`` check)
+    astype_int64=lambda a: a.astype(jax.dtypes.canonicalize_dtype(jnp.int64)),
+    astype_float64=lambda a: a.astype(jax.dtypes.canonicalize_dtype(jnp.float64)),
 )
 
 
@@ -98,8 +99,13 @@ class Kit:
     #: each eager operation compiles once per shape on an accelerator, so samples of
     #: a few outputs are reduced on the host there (see DeviceEvaluator)
     compiles_per_shape = True
-    #: the dtype finite differences work in (a check runs jax in 64-bit mode)
-    widest = "float64"
+
+    @property
+    def widest(self) -> str:
+        """The dtype finite differences work in: float64 in 64-bit mode (a check's
+        session turns it on), float32 where a ``precision="native"`` check runs
+        without it (jax then has no float64 to give)."""
+        return str(jax.dtypes.canonicalize_dtype(jnp.float64))
 
     def __init__(self, device: Any, device_arithmetic: bool | None = None):
         self.jax_device = device
@@ -115,7 +121,7 @@ class Kit:
     def to_device(self, a: onp.ndarray) -> Any:
         if self.on_host:
             return onp.array(a, dtype=onp.float64, copy=True)
-        return jax.device_put(onp.asarray(a, dtype=onp.float64), self.jax_device)
+        return jax.device_put(onp.asarray(a, dtype=self.widest), self.jax_device)
 
     def repeat(self, row: Any, count: int) -> Any:
         return self.xp.repeat(row, count, axis=0) if self.on_host else _repeat(row, count)
