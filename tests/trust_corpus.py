@@ -268,6 +268,42 @@ add(
     )
 )
 
+
+# a row that is 0 in exact arithmetic, computed as a difference of the same large sum in
+# two orders: it moves in quanta of ulp(sum(t)) ~ 3.6e-12, a few of them across the FD
+# step, and its derivative is 0. A rule that says 1 along every input claims a slope that
+# would cross ~10^4 quanta within the step: the samples refute it at every entry (it was
+# taken for a coarse staircase and left unresolved, its one-quantum changes for jumps)
+def _reversed_sums(x):
+    t = np.cumsum(x) * 1e3
+    return np.stack([np.sum(t) - np.sum(t[::-1]), np.sum(np.sin(x))])
+
+
+def _reversed_sums_rule(off):
+    return lambda ans, x: lambda g: off * g[0] * np.ones(x.size) + g[1] * np.cos(x)
+
+
+_X_SUMS = np.linspace(0.3, 2.0, 7)
+add(
+    TrustCase(
+        "reversed_sums_difference",
+        "staircase",
+        _prim(_reversed_sums, _reversed_sums_rule(0.0)),
+        (_X_SUMS,),
+        PASSED,
+    )
+)
+add(
+    TrustCase(
+        "reversed_sums_difference_rule_off_by_one",
+        "staircase",
+        _prim(_reversed_sums, _reversed_sums_rule(1.0)),
+        (_X_SUMS,),
+        FAILED,
+        wrong={(0, j) for j in range(7)},
+    )
+)
+
 # round(x, 3): a staircase of the *input*, stairs 1e-3 wide (a decimal grid: no
 # power-of-two quantum to see), narrower than the Richardson step (~4e-3 |x|), so the
 # stencil sees the slope across stairs (~1). f is constant at each point here (the

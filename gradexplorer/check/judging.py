@@ -93,15 +93,21 @@ class Judgement:
 STAIRS_SPANNED = 100.0
 
 
-def _coarse_stairs(est, steps: onp.ndarray) -> onp.ndarray:
+def _coarse_stairs(est, steps: onp.ndarray, A: onp.ndarray) -> onp.ndarray:
     """Entries on a staircase with fewer than :data:`STAIRS_SPANNED` quanta across a
-    step: the slope over stairs there says nothing of the derivative in between."""
+    step: the slope over stairs there says nothing of the derivative in between.
+
+    Unless the analytic derivative claims a slope that would cross that many stairs
+    within the step: f would then have moved by as many quanta, and the samples show
+    it did not (a wrong rule on a row of rounding stairs, ``sum(t) - sum(t[::-1])``,
+    is judged; a straight-through rule on coarse stairs, ``round``, still is not)."""
     q = getattr(est, "entry_quantum", None)
     if q is None:
         return onp.zeros(est.N.shape, bool)
     with onp.errstate(all="ignore"):
         spanned = onp.abs(est.N) * steps[None, :] / q
-    return (q > 0) & ~(spanned >= STAIRS_SPANNED)
+        claimed = onp.abs(A) * steps[None, :] / q
+    return (q > 0) & ~(spanned >= STAIRS_SPANNED) & ~(claimed >= STAIRS_SPANNED)
 
 
 def judge_stage(p, rev, est, opts) -> Judgement:
@@ -165,7 +171,7 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     # on a staircase whose stairs are wide against the step (floor, round: f itself is
     # the staircase) the differences measure the slope over stairs, not the local
     # derivative AD gives: disagreeing there is no bug, but nothing to judge either
-    coarse = _coarse_stairs(est, p.steps(opts.method)) & (V > 1)
+    coarse = _coarse_stairs(est, p.steps(opts.method), A) & (V > 1)
     V = onp.where(coarse, onp.nan, V)
     E = onp.where(coarse, onp.inf, E)  # for forward mode too
     reasons = onp.where(coarse, Unresolvable.STAIRCASE, reasons).astype(onp.int8)
