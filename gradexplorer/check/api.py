@@ -146,20 +146,10 @@ def check_grads(
     >>> check_grads(lambda x: anp.tanh(x), anp.ones(3), executor=map).passed
     True
     """
-    if order not in (1, 2):
-        raise ValueError(f"order must be 1 or 2; got {order!r}.")
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {list(_MODES)}; got {mode!r}.")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}; got {method!r}.")
-    atol = validate_tolerance(atol, "atol")
-    rtol = validate_tolerance(rtol, "rtol")
-    if reseed is not None and not isinstance(reseed, (int, onp.integer)):
-        raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
-    if not isinstance(max_named, (int, onp.integer)) or max_named < 1:
-        raise ValueError(f"max_named must be an int >= 1; got {max_named!r:.40}.")
+    _validate(order=order, mode=mode, method=method, reseed=reseed, max_named=max_named)
     if not isinstance(opcheck, bool):
         raise TypeError(f"opcheck must be True or False; got {opcheck!r:.40}.")
+    atol, rtol = validate_tolerance(atol, "atol"), validate_tolerance(rtol, "rtol")
     compile_as = compile_backend(compiled)
     gen = as_rng(rng)
     with (
@@ -176,6 +166,20 @@ def check_grads(
             p, opts, check_problem, mode=mode, order=order, compiled=compile_as,
             opcheck=opcheck, executor=executor,
         )  # fmt: skip
+
+
+def _validate(*, order: int, mode: str, method: str, reseed: Any, max_named: Any) -> None:
+    """check_grads' options that need no call of f, each with what was expected."""
+    if order not in (1, 2):
+        raise ValueError(f"order must be 1 or 2; got {order!r}.")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {list(_MODES)}; got {mode!r}.")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}; got {method!r}.")
+    if reseed is not None and not isinstance(reseed, (int, onp.integer)):
+        raise TypeError(f"reseed must be an int seed or None; got {reseed!r:.40}.")
+    if not isinstance(max_named, (int, onp.integer)) or max_named < 1:
+        raise ValueError(f"max_named must be an int >= 1; got {max_named!r:.40}.")
 
 
 def check_problem(p: Problem, opts: Options, *, mode: str = "auto", order: int = 1) -> CheckReport:
