@@ -141,12 +141,17 @@ def staircase_notes(p: Problem, noise: NoiseModel) -> list[str]:
     ]
 
 
-def inconclusive_reason(p: Problem, verdicts: onp.ndarray, settled=None) -> str:
+def inconclusive_reason(
+    p: Problem, verdicts: onp.ndarray, settled=None, analytic: onp.ndarray | None = None
+) -> str:
     """Why the entries finite differences could not resolve may hide a wrong
     block (empty when they cannot): more than :data:`INCONCLUSIVE_BLOCK` of an
     output-by-input block, a whole output or input, or more than
     :data:`INCONCLUSIVE_SHARE` of all entries (three at least), other than in
-    blocks ``settled`` (by the Taylor test)."""
+    blocks ``settled`` (by the Taylor test); or, given the ``analytic``
+    Jacobian, more than that share of the outputs (or inputs) whose every
+    nonzero derivative is unresolved (a diagonal Jacobian none of whose
+    diagonal could be resolved: only its zeros were checked)."""
     unresolved = verdicts == Verdict.UNRESOLVABLE.code
     total = int(unresolved.sum())
     if not total:
@@ -166,6 +171,8 @@ def inconclusive_reason(p: Problem, verdicts: onp.ndarray, settled=None) -> str:
     cols = onp.flatnonzero(onp.all(open_, axis=0))
     where += [f"every entry of {p.rows.label(int(i))}" for i in rows[:2]]
     where += [f"every entry of {p.cols.label(int(j))}" for j in cols[:2]]
+    if analytic is not None:
+        where += _unchecked_lines(p, open_, analytic)
     many = open_.sum() >= 3 and open_.mean() > INCONCLUSIVE_SHARE
     if not where and not many:
         return ""
@@ -176,6 +183,19 @@ def inconclusive_reason(p: Problem, verdicts: onp.ndarray, settled=None) -> str:
         "at another point, pass reseed= if f draws random numbers, or judge those inputs "
         "with gx.taylor_test."
     )
+
+
+def _unchecked_lines(p: Problem, open_: onp.ndarray, analytic: onp.ndarray) -> list[str]:
+    """Outputs (inputs) whose derivatives were checked only where they are 0, when
+    more than :data:`INCONCLUSIVE_SHARE` of them are."""
+    nonzero = ~(analytic == 0)  # NaN too
+    out = []
+    for axis, side, kind in ((1, p.rows, "output"), (0, p.cols, "input")):
+        bare = onp.any(open_ & nonzero, axis=axis) & ~onp.any(~open_ & nonzero, axis=axis)
+        if bare.sum() and bare.mean() > INCONCLUSIVE_SHARE:
+            first = side.label(int(onp.flatnonzero(bare)[0]))
+            out.append(f"every nonzero derivative of {bare.sum()} {kind}(s) such as {first}")
+    return out
 
 
 def domain_notes(p: Problem) -> list[str]:

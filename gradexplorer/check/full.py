@@ -204,7 +204,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     kink_rows = frozenset(e.row for e in kinks)
     notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)
     notes += diagnose_pattern(A, N, V, p.cols) + domain_notes(p) + list(p.extra_notes)
-    why = "" if wrong else inconclusive_reason(p, verdicts, found.settled)
+    why = "" if wrong else inconclusive_reason(p, verdicts, found.settled, A)
     outcome = Outcome.FAILED if wrong else Outcome.INCONCLUSIVE if why else Outcome.PASSED
     with onp.errstate(invalid="ignore", divide="ignore"):
         rel = onp.abs(A - N) / onp.maximum(onp.maximum(onp.abs(A), onp.abs(N)), 1e-300)
