@@ -272,8 +272,10 @@ add(
 # a row that is 0 in exact arithmetic, computed as a difference of the same large sum in
 # two orders: it moves in quanta of ulp(sum(t)) ~ 3.6e-12, a few of them across the FD
 # step, and its derivative is 0. A rule that says 1 along every input claims a slope that
-# would cross ~10^4 quanta within the step: the samples refute it at every entry (it was
-# taken for a coarse staircase and left unresolved, its one-quantum changes for jumps)
+# would cross ~10^4 quanta within the step: the samples refute it (it was taken for a
+# coarse staircase and left unresolved). Along x[0..2] the computed row steps by one
+# quantum just left of x, the same at both of the jump test's steps: a jump of the
+# computed f, with no derivative to compare
 def _reversed_sums(x):
     t = np.cumsum(x) * 1e3
     return np.stack([np.sum(t) - np.sum(t[::-1]), np.sum(np.sin(x))])
@@ -300,7 +302,56 @@ add(
         _prim(_reversed_sums, _reversed_sums_rule(1.0)),
         (_X_SUMS,),
         FAILED,
-        wrong={(0, j) for j in range(7)},
+        wrong={(0, j) for j in range(3, 7)},
+    )
+)
+
+# (1e10 x + sin x) - 1e10 x at x ~ 1968: quanta of ulp(2e13) = 2^-8 on a derivative of
+# cos x = 0.086, and sin's period (6.3) is shorter than the base step (7.7). A step that
+# resolves 0.086 to its own size must span ~0.05 / 0.0039 stairs and stay far below the
+# period: none does, so the entry is inconclusive whatever the rule says (off by 0.3 it
+# passed, inside an FD error of 0.27), unless the rule is off by far more than that: off
+# by 1, it is wrong. (Steps grown to 60 and more, across ten periods, made every
+# difference ~0 and agree with itself: a sharp, wrong -0.0019.)
+_X_CANCEL = np.array([1968.1218266168323])
+
+
+def _cancel_1e10(off):
+    p = gx.primitive(lambda x: (1e10 * x + np.sin(x)) - 1e10 * x)
+    gx.defvjp(p, lambda ans, x: lambda g: g * (np.cos(x) + off))
+    return lambda x: p(x) * 1.0
+
+
+add(
+    TrustCase(
+        "cancellation_1e10_rule_off_by_0.3",
+        "staircase",
+        _cancel_1e10(0.3),
+        (_X_CANCEL,),
+        INCONCLUSIVE,
+    )
+)
+add(
+    TrustCase(
+        "cancellation_1e10_rule_off_by_1",
+        "staircase",
+        _cancel_1e10(1.0),
+        (_X_CANCEL,),
+        FAILED,
+        wrong={(0, 0)},
+    )
+)
+# at 1e12, x ~ 1745: quanta of 0.25 on a derivative of -0.083: no step resolves it, and f
+# is exactly flat over the jump test's close steps. Flat there bounds |f'| by a quantum
+# over the step (~150), not by an ulp of f, which failed the right rule as "nonzero where
+# f does not change": inconclusive
+add(
+    TrustCase(
+        "cancellation_1e12_flat_over_a_close_step",
+        "staircase",
+        lambda x: (1e12 * x + anp.sin(x)) - 1e12 * x,
+        (np.array([1745.0715947026183, 505.601363078114]),),
+        INCONCLUSIVE,
     )
 )
 

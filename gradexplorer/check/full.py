@@ -35,7 +35,7 @@ from .entries import entries_where, make_entry
 from .estimates import Estimates, fd_stage
 from .forward import forward_stage, judge_forward
 from .judging import FD_SAFETY, Judgement, judge_stage
-from .kinks import KinkProbe, find_jumps, settle_kinks
+from .kinks import KinkProbe, find_jumps, least_change, settle_kinks
 from .linearity import nonlinear_vjp
 from .options import Options
 from .problem import Problem
@@ -101,12 +101,14 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
         jd.reasons[i, j] = Unresolvable.JUMP
         jd.V[i, j] = 0.0
     jd.jumps.update(jumps)
-    eps = p.eps_matrix()
+    least = least_change(p, est)
     for (i, j), step in flats.items():
         if (i, j) in jumps:
             continue
-        # unchanged to the last bit at x ± step and x ± 64 step: |f'| <= ulp / (64 step)
-        local = eps[i, j] * max(abs(float(est.y0[i])), onp.finfo(float).tiny) / (64 * step)
+        # unchanged at x ± step and x ± 64 step: |f'| <= its least change / (64 step): an
+        # ulp of f, or the quantum of the staircase f moves on (cancellation: (1e12 x +
+        # sin x) - 1e12 x moves in quanta of 0.25, flat over a step where cos x is not 0)
+        local = max(float(least[i, j]), onp.finfo(float).tiny) / (64 * step)
         if est.N[i, j] == 0 and jd.E[i, j] <= local:
             continue  # the finite differences say 0 already, and more sharply (larger steps)
         est.N[i, j], jd.E[i, j] = 0.0, local

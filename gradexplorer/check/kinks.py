@@ -36,14 +36,14 @@ from .judging import FD_SAFETY
 from .problem import Problem
 from .verdicts import Verdict
 
-__all__ = ["find_jumps", "KinkProbe", "settle_kinks", "DIRECTIONS", "MORE_DIRECTIONS"]
+__all__ = [
+    "find_jumps", "least_change", "KinkProbe", "settle_kinks", "DIRECTIONS", "MORE_DIRECTIONS",
+]  # fmt: skip
 
 #: Random directions tried first, and in all when a row is still undecided.
 DIRECTIONS, MORE_DIRECTIONS = 4, 16
 #: How much smaller the step of a direction measured again is.
 REFINE = 512.0
-#: A jump is a change of f larger than this many of its least changes (a quantum).
-JUMP_QUANTA = 4.0
 
 
 def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, dict, int]:
@@ -61,7 +61,6 @@ def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, dict, in
     pos = {int(j): t for t, j in enumerate(columns)}
     jumps, nfev = {}, 0
     flat = onp.ones((columns.size, est.y0.size), bool)
-    least = _least_change(p, est)
     for method, sign in (("forward", 1.0), ("backward", -1.0)):
         base = p.steps(method)[columns]
         quotients = []
@@ -86,11 +85,8 @@ def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, dict, in
             jump = (onp.abs(q1 / q2 - 64.0) < 0.064) & (onp.abs(q1) > 0)
         for i, j in cells:
             t = pos.get(int(j))
-            if t is None or not jump[t, i] or (int(i), int(j)) in jumps:
-                continue
-            size = float(q1[t, i] * base[t] * 2.0**6 * sign)
-            if abs(size) > JUMP_QUANTA * least[i, j]:
-                jumps[(int(i), int(j))] = size
+            if t is not None and jump[t, i] and (int(i), int(j)) not in jumps:
+                jumps[(int(i), int(j))] = float(q1[t, i] * base[t] * 2.0**6 * sign)
     small = exact_steps(x0[columns], p.steps("forward")[columns] * 2.0**6, spacing[columns])
     flats = {
         (int(i), int(j)): float(small[pos[int(j)]])
@@ -100,11 +96,11 @@ def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, dict, in
     return jumps, flats, nfev
 
 
-def _least_change(p: Problem, est) -> onp.ndarray:
+def least_change(p: Problem, est) -> onp.ndarray:
     """Per entry, the least change f's output can make: the quantum of the
     staircase it moves on along the column (a rounding staircase: a small
-    difference of large terms), else an ulp of its value. A change of one
-    quantum at both steps scales like 1/h, as a jump does, and is no jump."""
+    difference of large terms), else an ulp of its value. f unchanged over a
+    step h bounds its slope there by this over h, no better."""
     ulp = p.eps_matrix() * onp.abs(est.y0)[:, None]
     q = getattr(est, "entry_quantum", None)
     return ulp if q is None else onp.fmax(ulp, onp.nan_to_num(q, nan=0.0))

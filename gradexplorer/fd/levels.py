@@ -22,6 +22,7 @@ from .reasons import Unresolvable
 from .sampling import SHRINK, Sampler, exact_steps, snap_directions
 from .schemes import (
     MINUS_OFFSETS,
+    MODEL_SLACK,
     PLUS_OFFSETS,
     SCHEMES,
     combine,
@@ -45,6 +46,8 @@ HOPELESS = 1e-3
 #: (or below this many ulps of its direction's precision, for float32 and below).
 POOR = 1e-6
 POOR_ULPS = 1e3
+#: A smaller step whose truncation error is this many times its noise error sees f rough.
+ROUGH = 8.0
 #: How much smaller each level's coordinate step is: not a power of two. The offsets are
 #: multiples of h/10, so an oscillation far faster than the step can alias onto a slower,
 #: smooth-looking one at a level (for ~1 level in 20); with steps 8x apart the next level
@@ -213,10 +216,15 @@ class StepLevels:
         self._rescale(hs, active, 1 / (SHRINK if self.columns is None else COLUMN_SHRINK))
         _, lvl = self._level(active, hs)
         was_refuted = self.refuted[active]
-        # a smaller step whose truncation error exceeds the kept estimate's whole error:
-        # f is not smooth at the kept step (no mere flicker of the smoothness test where
-        # noise and truncation meet, whose estimates stay within the kept error)
-        rough = ~lvl.consistent & (lvl.trunc > self.err[active])
+        # a smaller step, dominated by truncation, whose estimate differs from the kept one
+        # beyond both errors, or beyond the kept error and in the leading digit (an
+        # oscillation's random samples: an error as large as themselves): f is not smooth
+        # at the kept step. No mere flicker of the smoothness test where noise and
+        # truncation meet, or near the rounding floor, where the estimates stay close
+        kept, kept_err = self.est[active], self.err[active]
+        gap = onp.abs(lvl.est - kept)
+        apart = (gap > lvl.err + kept_err) | (gap > 0.5 * onp.abs(kept))
+        rough = ~lvl.consistent & (lvl.trunc > ROUGH * lvl.noise) & (gap > kept_err) & apart
         refuted = (was_refuted | (self.has[active] & rough)) & ~lvl.consistent
         self.refuted[active] = refuted & ~self.settled[active]
         self.refuted[active] |= _merge(
@@ -235,6 +243,7 @@ class StepLevels:
         self.stair = onp.zeros(self.est.shape, bool)
         limit = onp.zeros(self.k) if grow_to is None else onp.asarray(grow_to, dtype=float)
         hg = self.h.copy()
+        self._curv, self._curv_h = self._curvature(self.F0, self.h), self.h.copy()
         for _ in range(levels):
             active = self._worth_growing(hg, limit)
             if active.size == 0:
@@ -260,6 +269,7 @@ class StepLevels:
         est, err, kink = self.est, self.err, self.sides.kink
         F, lvl = self._level(active, hg, track_sides=False)
         better = lvl.consistent & (lvl.err < err[active]) & (lvl.trunc <= BALANCE * lvl.noise)
+        better &= self._same_curvature(F, active, hg)
         # at a kink, or where f has structure finer than the step (stairs, a fast
         # oscillation), a larger step sees across the structure, not the derivative
         better &= ~kink[active] & ~self.nm.structured[active]
@@ -284,6 +294,29 @@ class StepLevels:
         self.kept_h[active] = onp.where(take, hg[active][:, None], self.kept_h[active])
         # a consistent larger step that disagrees shows the old error was too small
         err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
+
+    def _curvature(self, F, h) -> onp.ndarray:
+        """Per entry, f'' from the samples at ±h (the stencil's first two offsets)."""
+        y0 = self.y0_x[None, :]
+        hk = self.dev.put(onp.asarray(h, dtype=float)[:, None])
+        with self.ev.errstate():
+            return self.dev.get((F[:, 0, :] + F[:, 1, :] - 2 * y0) / (hk * hk))
+
+    def _same_curvature(self, F, active, hg) -> onp.ndarray:
+        """Where a larger step sees the curvature the smaller one saw (to within noise
+        and a quarter): f is one smooth curve across both. Beyond structure of f's own
+        (an oscillation, sin(x) sampled 60 apart) every difference averages to ~0 and
+        agrees with itself at both step families, a consistent, sharp and wrong slope;
+        its curvature is then far from the one seen at the smaller step."""
+        curv = self._curvature(F, hg[active])
+        old, h_old = self._curv[active], self._curv_h[active]
+        sigma = self.nm.level0[active]
+        with onp.errstate(all="ignore"):
+            noise = 3.0 * onp.sqrt(6.0) * sigma * (1 / hg[active] ** 2 + 1 / h_old**2)[:, None]
+            gap = onp.abs(curv - old)
+            same = gap <= noise + MODEL_SLACK * onp.maximum(onp.abs(curv), onp.abs(old))
+        self._curv[active], self._curv_h[active] = curv, hg[active]
+        return same | ~onp.isfinite(gap)
 
     def finished(self) -> Directional:
         """The result after shrinking and growing; flat stairs are unresolvable."""
@@ -323,7 +356,7 @@ def _merge(
     lvl, active, est, err, noise, has, settled, nonfinite, h_new, kept_h, refuted
 ) -> onp.ndarray:
     """Fold one smaller-step level into the running estimates (in place); returns
-    where two consistent levels clashed (disagreed, neither settled). A kept
+    where two consistent levels clashed in their leading digit (neither settled). A kept
     estimate already ``refuted`` (inconsistent levels since) is replaced by a
     disagreeing consistent level without a clash: it carries no weight."""
     _noise_seen_finer(lvl, active, err, noise, has, h_new, kept_h)
@@ -346,7 +379,10 @@ def _merge(
     # inconsistent ones needs a second to confirm it)
     settled[active] |= agree
     nonfinite[active] &= ~lvl.finite
-    return clash
+    # levels that disagree in their leading digit refute each other (an oscillation's
+    # aliased levels); a gap far below the estimates only widens the error
+    with onp.errstate(invalid="ignore"):
+        return clash & (gap > 0.5 * onp.maximum(onp.abs(lvl.est), onp.abs(prev_est)))
 
 
 def _noise_seen_finer(lvl, active, err, noise, has, h_new, kept_h) -> None:
