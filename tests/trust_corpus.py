@@ -312,7 +312,8 @@ add(
 # period: none does, so the entry is inconclusive whatever the rule says (off by 0.3 it
 # passed, inside an FD error of 0.27), unless the rule is off by far more than that: off
 # by 1, it is wrong. (Steps grown to 60 and more, across ten periods, made every
-# difference ~0 and agree with itself: a sharp, wrong -0.0019.)
+# difference ~0 and agree with itself: a sharp, wrong -0.0019; and the Taylor test read a
+# first order there, from steps beyond sin's period where f stays bounded and h·Jv grows.)
 _X_CANCEL = np.array([1968.1218266168323])
 
 
@@ -322,6 +323,15 @@ def _cancel_1e10(off):
     return lambda x: p(x) * 1.0
 
 
+add(
+    TrustCase(
+        "cancellation_1e10_beside_its_period",
+        "staircase",
+        lambda x: (1e10 * x + anp.sin(x)) - 1e10 * x,
+        (_X_CANCEL,),
+        INCONCLUSIVE,
+    )
+)
 add(
     TrustCase(
         "cancellation_1e10_rule_off_by_0.3",

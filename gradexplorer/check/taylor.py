@@ -175,6 +175,12 @@ def taylor_blocks(
                 # singularity nearby) is below that step, and no order can be read there
                 apart = onp.abs(predicted) > SCALE_APART * onp.abs(moved)
                 apart |= onp.abs(moved) > SCALE_APART * onp.abs(predicted)
+                # nor where f does not move in proportion to the step into the next one:
+                # beyond f's own structure (sin x over steps of 60, across ten periods) f
+                # stays bounded while h·Jv grows, and their gap falls like h, a false first
+                # order
+                shrinks = onp.abs(moved[:-1]) >= FALLING * onp.abs(moved[1:])
+                apart[:-1] |= ~shrinks
                 per_dir.append(onp.where(apart, onp.nan, rem))
         # an output on a rounding staircase cannot show a remainder below its quantum
         # (on a flat stair the remainder is h·Jv exactly: a false first order)
