@@ -265,7 +265,7 @@ def stencil_residual(F, y0, xp=onp):
     """
     with _quiet(xp):
         G = xp.concatenate([xp.zeros_like(F[:, :1]), F - y0[None, None, :]], axis=1)
-        R = xp.einsum("ab,kbm->kam", xp.asarray(_PROJECTOR), G)
+        R = xp.einsum("ab,kbm->kam", xp.asarray(_PROJECTOR, dtype=G.dtype), G)
         s = xp.sqrt(xp.sum(R * R, axis=1) / 2)
         moved = xp.any(G != 0, axis=1) & xp.isfinite(s)
     return xp.where(moved, s, onp.nan)
