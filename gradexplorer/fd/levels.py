@@ -182,13 +182,15 @@ class StepLevels:
             self._shrunk(hs, active)
         # a first consistent level after inconsistent ones, at the last step tried, is
         # confirmed by one more (an oscillation's samples can look smooth at one level)
-        unconfirmed = self.has & ~self.settled & ~self.refuted & ~self.y_bad[None, :]
+        unconfirmed = self.has & ~self.settled & ~self.y_bad[None, :]
         active = onp.flatnonzero(onp.any(unconfirmed, axis=1))
         if active.size:
-            self._shrunk(hs, active)
+            self._shrunk(hs, active, confirming=True)
 
-    def _shrunk(self, hs, active) -> None:
-        """One smaller step level for the active directions, merged."""
+    def _shrunk(self, hs, active, confirming: bool = False) -> None:
+        """One smaller step level for the active directions, merged. A level that only
+        confirms (past the last) refutes in the leading digit alone: there, at the
+        deepest steps, rounding the noise model underrates can pass for truncation."""
         self._rescale(hs, active, 1 / (SHRINK if self.columns is None else COLUMN_SHRINK))
         _, lvl = self._level(active, hs)
         was_refuted = self.refuted[active]
@@ -199,15 +201,18 @@ class StepLevels:
         # truncation meet, or near the rounding floor, where the estimates stay close
         kept, kept_err = self.est[active], self.err[active]
         gap = onp.abs(lvl.est - kept)
-        apart = (gap > lvl.err + kept_err) | (gap > 0.5 * onp.abs(kept))
+        apart = gap > 0.5 * onp.abs(kept)
+        if not confirming:
+            apart |= gap > lvl.err + kept_err
         rough = ~lvl.consistent & (lvl.trunc > ROUGH * lvl.noise) & (gap > kept_err) & apart
-        refuted = (was_refuted | (self.has[active] & rough)) & ~lvl.consistent
-        self.refuted[active] = refuted & ~self.settled[active]
-        self.refuted[active] |= _merge(
+        # (an estimate that replaces a refuted one stays unproven until a level agrees)
+        refuted = was_refuted | (self.has[active] & rough)
+        clash = _merge(
             lvl, active, self.est, self.err, self.noise_err, self.has, self.settled,
             self.nonfinite, hs[active], self.kept_h, was_refuted,
         )  # fmt: skip
         self.settled[active] |= self.sides.confirmed[active]
+        self.refuted[active] = (refuted | clash) & ~self.settled[active]
 
     def grow(self, grow_to, levels: int) -> None:
         """Larger steps where an entry is settled on noise alone but poorly known (or
