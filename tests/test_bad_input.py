@@ -125,11 +125,15 @@ def test_complex_where_real_was_meant_and_integers():
 
 def test_overflowing_steps_are_unresolvable_never_wrong():
     """exp(709.5 ± h) overflows for every difference of its samples: y[0]'s only nonzero
-    derivative cannot be checked, so the check is inconclusive, never failed."""
-    r = gx.check_grads(lambda x: anp.exp(x), np.array([709.5, 1.0]))
-    assert not r.mismatches, str(r)
+    derivative cannot be checked entry by entry, so the check is inconclusive, never
+    failed (passed only where the Taylor test settles the block: 2 draws in 40)."""
+    for seed in range(3):
+        r = gx.check_grads(lambda x: anp.exp(x), np.array([709.5, 1.0]), rng=seed)
+        assert not r.mismatches, str(r)
+        assert [e.label for e in r.unresolved] == ["y[0] / x[0]"]
+        assert r.outcome is not gx.Outcome.FAILED
+    r = gx.check_grads(lambda x: anp.exp(x), np.array([709.5, 1.0]), rng=0)
     assert r.outcome is gx.Outcome.INCONCLUSIVE and "every nonzero derivative" in r.inconclusive
-    assert [e.label for e in r.unresolved] == ["y[0] / x[0]"]
 
 
 @pytest.mark.parametrize(

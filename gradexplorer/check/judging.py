@@ -134,16 +134,8 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     est.R = onp.where(flat_zero, Unresolvable.RESOLVED, est.R).astype(onp.int8)
     atol, rtol = tolerances(eps, opts.atol, opts.rtol)
     rtol = onp.maximum(rtol, rev.precision)
-    # f noisy, or moving on a staircase so coarse that the FD error is no small part of
-    # the Jacobian's scale: an FD error as large as the entry leaves it known only to
-    # within its own size (a zero entry beside a fine staircase is known well)
-    quantum = getattr(est, "entry_quantum", None)
-    stairs = onp.zeros(N.shape, bool) if quantum is None else quantum > 0
     with onp.errstate(invalid="ignore"):
-        finite = onp.isfinite(A) & onp.isfinite(N)
-        scale = float(onp.max(onp.where(finite, onp.fmax(onp.abs(A), onp.abs(N)), 0), initial=0))
-        uneven = (noise.rel[:, None] > 0) | (stairs & (est.E > 1e-3 * scale))
-        vague = uneven & (est.E > 0.5 * onp.maximum(onp.abs(N), onp.abs(A)))
+        vague = (noise.rel[:, None] > 0) & (est.E > 0.5 * onp.maximum(onp.abs(N), onp.abs(A)))
         vague &= ((N != 0) | (A != 0)) & (est.R != Unresolvable.KINK)
     E = onp.where(vague, onp.inf, est.E)
     reasons = onp.where(vague & (est.R == 0), Unresolvable.TOO_UNEVEN, est.R).astype(onp.int8)
