@@ -224,7 +224,7 @@ class StepLevels:
         self.stair = onp.zeros(self.est.shape, bool)
         limit = onp.zeros(self.k) if grow_to is None else onp.asarray(grow_to, dtype=float)
         hg = self.h.copy()
-        self._curv, self._curv_h = self._curvature(self.F0, self.h), self.h.copy()
+        self._curv = self._curv_h = None  # f'' per entry at the last step seen (lazily)
         for _ in range(levels):
             active = self._worth_growing(hg, limit)
             if active.size == 0:
@@ -289,6 +289,8 @@ class StepLevels:
         (an oscillation, sin(x) sampled 60 apart) every difference averages to ~0 and
         agrees with itself at both step families, a consistent, sharp and wrong slope;
         its curvature is then far from the one seen at the smaller step."""
+        if self._curv is None:  # the base level's, made only where a step grows
+            self._curv, self._curv_h = self._curvature(self.F0, self.h), self.h.copy()
         curv = self._curvature(F, hg[active])
         old, h_old = self._curv[active], self._curv_h[active]
         sigma = self.nm.level0[active]
@@ -308,8 +310,8 @@ class StepLevels:
 
     def _trusted(self) -> onp.ndarray:
         """Estimates to report: consistent ones, less those no other level confirmed
-        where every smaller step found f not smooth or another consistent level
-        disagreed (and no staircase explains it). The offsets are multiples of h/10,
+        where a smaller step found f rough or another consistent level disagreed in the
+        leading digit (and no staircase explains it). The offsets are multiples of h/10,
         so the samples of an oscillation far faster than the step lie on a slower
         sinusoid, smooth at this step, for ~1 step level in 20: sin(c x) at c = 2.5e11
         gave -1479 +- 0.9 for 3.9e10 from such a level, amid inconsistent ones."""
