@@ -41,6 +41,13 @@ _GAMMA = {k: math.factorial(k) ** 2 / math.factorial(2 * k) for k in range(1, NO
 #: most 6 (9 points allow 8, but the last orders leave one or two differences a line,
 #: whose σ estimates fall far below σ now and then).
 LOWEST_ORDER, HIGHEST_ORDER = 3, 6
+#: Each line's spacing is this many times the last one's. Rounding along equally spaced
+#: points is not independent: the rounding error of ``c·(x + k·s)`` is ``frac(a + k·β)``
+#: ulps, a straight line over the nine points (invisible to differences) wherever β, the
+#: spacing's fraction of an ulp, is within ~1/8 of an integer. Lines that share their
+#: spacing share β, and every line of an output that depends on one input holds the same
+#: points: f's noise read ~1e6 times too low in 1 probe of 20 (sin(3e5·x)).
+LINE_SPREAD = 1.2718
 #: An order's σ this many times the next order's still holds f's smooth part: read on.
 STILL_FALLING = 2.0
 #: Differences spanning the centre this many times above both half-lines': a kink there.
@@ -83,7 +90,9 @@ def _noise_floor(F, xp=onp):
     lines = xp.sum(finite * 1.0, axis=0)
     sigma = falling = None
     D = F
-    for k in range(1, min(HIGHEST_ORDER, F.shape[1] - 1) + 1):
+    # at least two differences a line at the highest order: one alone reads ~0 now and
+    # then (a half-line's fourth difference of rounding that repeats every 4 samples)
+    for k in range(1, min(HIGHEST_ORDER, F.shape[1] - 2) + 1):
         D = xp.diff(D, axis=1)
         if k < LOWEST_ORDER:
             continue
@@ -148,8 +157,8 @@ def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
     t = onp.array([k - half for k in range(NOISE_POINTS) if k != half], dtype=float)
     y0_x = y0 if xp is onp else ev.to_device(y0)
     blocks, lines = [], []
-    for _ in range(directions):
-        p = gen.choice([-1.0, 1.0], size=x0.size) * spacing
+    for d in range(directions):
+        p = gen.choice([-1.0, 1.0], size=x0.size) * spacing * LINE_SPREAD**d
         block = xp.reshape(ev.line(x0, p, t), (t.size, -1))
         blocks.append(block)
         lines.append(xp.concatenate([block[:half], y0_x[None, :], block[half:]], axis=0))
@@ -287,9 +296,9 @@ def probe_noise(
     # samples on a coarse dyadic grid, which the staircase test would take for quanta
     jitter = 1.0 + 0.5 * gen.random(x0.size)
 
-    def probe(fraction):
+    def probe(fraction, lines=directions):
         spaced = onp.maximum(steps * fraction, 64 * spacing) * jitter
-        return _probe_lines(ev, x0, spaced, directions, gen, y0)
+        return _probe_lines(ev, x0, spaced, lines, gen, y0)
 
     def quantum(samples):
         return host(output_quantum(xp.concatenate(samples, axis=0), y0_x, out_eps, xp=xp))
@@ -310,12 +319,19 @@ def probe_noise(
         noisy = fine > NOISY * onp.maximum(model.floor, onp.finfo(float).tiny)
         if not noisy.any():
             break
-        sigma, vals = probe(fraction)
+        # a finer probe sets the noise every deeper step is judged by, and the finer one
+        # that reads lowest wins: one line more makes a reading blinded on every line (see
+        # LINE_SPREAD) ~10x rarer, for a few evaluations where f is noisy at all
+        sigma, vals = probe(fraction, directions + 1)
         nfev += vals.shape[0]
         samples.append(vals)
         sigma = onp.where(onp.isfinite(sigma), sigma, 0.0)
         finer = noisy & (sigma < fine)
         depth = onp.where(finer, level, depth)  # how deep f had to be probed to calm down
         fine = onp.where(finer, sigma, fine)
+        # noise a finer probe sees, a stencil a step wide sees too: a coarse reading below
+        # it was aliased (an oscillation far faster than the probe's spacing whose samples
+        # all fell on a slow sinusoid, ~1 coarse probe in 30 at sin(1e10·x))
+        coarse = onp.where(noisy, onp.fmax(coarse, sigma), coarse)
         model = model.with_quantum(quantum(samples))
     return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev
