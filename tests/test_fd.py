@@ -396,6 +396,60 @@ def test_noise_is_rarely_read_far_below_its_level():
     assert np.sum(ratio > 3) <= 10  # and not made safe by reading it high
 
 
+@pytest.mark.parametrize(
+    "c, x",
+    [(21278.417192984354, -1.6461028936813031), (10**5.5, 0.68328246), (1e7, 0.3),
+     (12345.678, 1.2345), (3.3e3, -0.77)],
+)  # fmt: skip
+def test_rounding_along_equally_spaced_points_is_rarely_read_as_silence(c, x):
+    """sin(c x) is as noisy as the rounding of c·x (~1e5 ulps of f here). Along equally
+    spaced points that rounding is a lattice, ``frac(a + k·β)`` ulps, a straight line
+    (invisible to differences) wherever β is near an integer. The probe's two lines
+    shared their spacing (and in one dimension their points): 26 of these 2000 probes
+    read the noise 1000x low, each one a step whose error looks 1000x too sharp."""
+    from gradexplorer.fd.noise import estimate_noise
+
+    gen = np.random.default_rng(1)
+    level = 0.3 * np.spacing(c * x) * abs(np.cos(c * x))
+    silent = 0
+    for i in range(400):
+        spacing = 2e-10 * (1 + gen.random(1))
+        sigma, _ = estimate_noise(lambda X: np.sin(c * X), np.array([x]), spacing, rng=i)
+        silent += sigma[0] < 1e-3 * level
+    assert silent <= 1, silent
+
+
+def test_a_half_line_is_not_read_from_one_difference():
+    """The halves of a line (is there a kink at the point?) had one fourth difference
+    each; the rounding of c·x here repeats every 4 samples, so that difference is ~0 and
+    both halves read f as smooth: the noise was read 1e-17 for 1e-12 (a kink 'explained'
+    it). Halves are read from order 3, two differences each."""
+    from gradexplorer.fd.noise import estimate_noise
+
+    c, x = 21278.417192984354, np.array([-1.6461028936813031])
+    sigma, _ = estimate_noise(lambda X: np.sin(c * X), x, np.array([2.154874735683256e-10]),
+                              directions=1)  # fmt: skip
+    assert 3e-13 < sigma[0] < 3e-12, sigma
+
+
+@pytest.mark.parametrize(
+    "c, x, seed",
+    [(10**5.5, [0.99298312, 0.68328246, 0.93249019], 3),
+     (2896989.0566759664, [0.7030697677898399, 0.2331157919001372, -0.45082033979250413], 121),
+     (21278.417192984354, [0.33243767880043595, 0.3399500264009956, -1.6461028936813031], 87),
+     (18242387037.408566, [1.3399528158336023, -0.4727408801350448, -0.6978175355971823], 62)],
+)  # fmt: skip
+def test_an_oscillation_whose_noise_a_probe_misread_is_no_false_alarm(c, x, seed):
+    """The right derivative of sin(c x) was reported wrong in each: the noise probe read
+    the rounding of c·x as silence (the first three: a lone consistent level deep down
+    looked sharp, FD 287918.7112 +- 3e-5 for 287918.7138), or a coarse probe's samples
+    all fell on a slow alias of sin(1.8e10 x) (the last: 727 +- 9 for -1.8e10). The
+    first three pass, the last is inconclusive (nothing resolves it)."""
+    r = gx.check_grads(lambda v: anp.sin(c * v), np.array(x), rng=seed)
+    want = gx.Outcome.PASSED if c < 1e9 else gx.Outcome.INCONCLUSIVE
+    assert r.outcome is want, str(r)
+
+
 def test_a_larger_step_does_not_overrule_a_stair():
     """round(x, 3) at points 2-5e-4 from its jumps: f is constant there, so each
     diagonal entry is 0, known sharply once the steps shrink onto the stair. A larger
@@ -480,7 +534,8 @@ def test_an_oscillation_far_faster_than_the_step_is_rarely_a_false_alarm():
     step level in 20, and (steps 8x apart) often at the next one too, where the two
     agreed. Such a level, refuted by rough smaller steps or by a level disagreeing in the
     leading digit, is no estimate; levels are 7.93x apart. The right derivative was
-    reported wrong in 17 of these 60 checks; the entries are unresolvable (inconclusive)."""
+    reported wrong in 17 of these 60 checks (3 before the noise probes' lattice fix);
+    the entries are unresolvable (inconclusive)."""
     gen = np.random.default_rng(3)
     false_alarms = 0
     for i in range(60):
@@ -488,7 +543,7 @@ def test_an_oscillation_far_faster_than_the_step_is_rarely_a_false_alarm():
         r = gx.check_grads(lambda v, c=c: anp.sin(c * v), x, rng=i)
         false_alarms += r.outcome is gx.Outcome.FAILED
         assert r.outcome is not gx.Outcome.PASSED, (c, x, str(r))
-    assert false_alarms <= 3, false_alarms
+    assert false_alarms <= 1, false_alarms
 
 
 def test_a_moderate_oscillation_is_still_resolved():
@@ -505,4 +560,5 @@ def test_a_moderate_oscillation_is_still_resolved():
         bad = gx.check_grads(lambda v, w=wrong: w(v) * 1.0, x, rng=i)
         assert bad.outcome is not gx.Outcome.PASSED, (c, x, str(bad))
     assert outcomes.count(gx.Outcome.FAILED) <= 1
-    assert outcomes.count(gx.Outcome.PASSED) >= 24, outcomes
+    # 27 before the noise probes' lattice fix, 30 now
+    assert outcomes.count(gx.Outcome.PASSED) >= 28, outcomes
