@@ -336,6 +336,22 @@ add(
         wrong={(0, 0)},
     )
 )
+# the same staircase (stairs of 0.004 on a derivative of 0.086), a rule off by 0.1: the base
+# step, 1.2 periods of sin wide, left residuals of ~0.3 that passed for rounding (under 1000
+# of f's "ulps", its stairs), an FD error of 0.27 the wrong rule passed inside
+_cancel_off_by_a_tenth = _prim(
+    lambda x: (1e10 * x + np.sin(x)) - 1e10 * x, lambda ans, x: lambda g: g * (np.cos(x) + 0.1)
+)
+add(
+    TrustCase(
+        "cancellation_1e10_rule_off_by_a_tenth",
+        "staircase",
+        lambda x: _cancel_off_by_a_tenth(x) * 1.0,
+        (_X_CANCEL,),
+        FAILED,
+        wrong={(0, 0)},
+    )
+)
 # at 1e12, x ~ 1745: quanta of 0.25 on a derivative of -0.083, and f exactly flat over the
 # jump test's close steps. Flat there bounds |f'| by a quantum over the step (~150), not by
 # an ulp of f, which failed the right rule as "nonzero where f does not change"
