@@ -450,6 +450,23 @@ def test_an_oscillation_whose_noise_a_probe_misread_is_no_false_alarm(c, x, seed
     assert r.outcome is want, str(r)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_kink_only_the_fine_probe_straddles_does_not_hide_a_wrong_slope(seed):
+    """|x - x0 - d| + sin x, the kink d = 2e-8 from x, a slope 1% wrong. The fine noise
+    probe (spacing ~1e-7) straddles the kink and reads it as noise; the finest does not.
+    Raising the coarse noise to any finer reading (not only to one every finer probe
+    shares: an aliased coarse probe) stopped the steps short of the kink, and the entry
+    was called a kink, its error unjudged."""
+    x = np.array([-1.013516207015659, -0.8011696633629151, -0.27716845429000037])
+    x0, d = x.copy(), 1.9645553455627627e-08
+    kinked = gx.primitive(lambda v: np.abs(v - x0 - d) + np.sin(v))
+    slope = lambda v: np.sign(v - x0 - d) + np.cos(v)  # noqa: E731
+    gx.defvjp(kinked, lambda ans, v: lambda g: g * slope(v) * np.array([1.0, 1.01, 1.0]))
+    r = gx.check_grads(lambda v: kinked(v) * 1.0, x, rng=seed)
+    assert r.outcome is gx.Outcome.FAILED, str(r)
+    assert {(e.row, e.col) for e in r.mismatches} == {(1, 1)}, str(r)
+
+
 def test_a_larger_step_does_not_overrule_a_stair():
     """round(x, 3) at points 2-5e-4 from its jumps: f is constant there, so each
     diagonal entry is 0, known sharply once the steps shrink onto the stair. A larger

@@ -46,8 +46,10 @@ LOWEST_ORDER, HIGHEST_ORDER = 3, 6
 #: ulps, a straight line over the nine points (invisible to differences) wherever β, the
 #: spacing's fraction of an ulp, is within ~1/8 of an integer. Lines that share their
 #: spacing share β, and every line of an output that depends on one input holds the same
-#: points: f's noise read ~1e6 times too low in 1 probe of 20 (sin(3e5·x)).
-LINE_SPREAD = 1.2718
+#: points: f's noise read ~1e6 times too low in 1 probe of 20 (sin(3e5·x)). Narrower, not
+#: wider: a wider line holds more of f's smooth part (its 6th differences grow as s^6)
+#: and reads noise high where the spacing barely resolves f (sin(1e9·x) at the finest).
+LINE_SPREAD = 0.7863
 #: An order's σ this many times the next order's still holds f's smooth part: read on.
 STILL_FALLING = 2.0
 #: Differences spanning the centre this many times above both half-lines': a kink there.
@@ -315,6 +317,7 @@ def probe_noise(
     coarse = onp.where(onp.isfinite(coarse), coarse, 0.0)
     model = NoiseModel(coarse, coarse, own * onp.ones_like(mag), mag).with_quantum(quantum(samples))
     fine, depth = coarse.copy(), onp.zeros(coarse.shape, onp.int8)
+    persistent = onp.full(coarse.shape, onp.inf)  # the lowest reading of the finer probes
     for level, fraction in ((1, FINE), (2, FINEST)):
         noisy = fine > NOISY * onp.maximum(model.floor, onp.finfo(float).tiny)
         if not noisy.any():
@@ -329,9 +332,12 @@ def probe_noise(
         finer = noisy & (sigma < fine)
         depth = onp.where(finer, level, depth)  # how deep f had to be probed to calm down
         fine = onp.where(finer, sigma, fine)
-        # noise a finer probe sees, a stencil a step wide sees too: a coarse reading below
-        # it was aliased (an oscillation far faster than the probe's spacing whose samples
-        # all fell on a slow sinusoid, ~1 coarse probe in 30 at sin(1e10·x))
-        coarse = onp.where(noisy, onp.fmax(coarse, sigma), coarse)
+        persistent = onp.where(noisy, onp.fmin(persistent, sigma), persistent)
         model = model.with_quantum(quantum(samples))
+    # noise every finer probe sees, a stencil a step wide sees too: a coarse reading below
+    # it was aliased (an oscillation far faster than the probe's spacing whose samples all
+    # fell on a slow sinusoid, ~1 coarse probe in 30 at sin(1e10·x)). Every one, not any:
+    # a kink 2e-8 from x is "noise" to the fine probe alone, and no reason for steps to
+    # stop shrinking short of it
+    coarse = onp.where(onp.isfinite(persistent), onp.fmax(coarse, persistent), coarse)
     return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev
