@@ -18,6 +18,7 @@ back. It plays the part of autograd's ``vspace`` and jax's ``tree_util``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -265,7 +266,7 @@ class Leaf:
 
     @property
     def size(self) -> int:
-        return int(onp.prod(self.shape, dtype=int))
+        return math.prod(self.shape)  # (onp.prod costs ~10 µs: per call, in every operator)
 
     @property
     def real_size(self) -> int:

@@ -178,7 +178,7 @@ def _fingerprint(f: Callable) -> tuple:
 
 def _signature(values: list) -> tuple:
     return tuple(
-        (tuple(v.shape), str(v.dtype), bool(getattr(v, "weak_type", False))) for v in values
+        (tuple(v.shape), v.dtype, bool(getattr(v, "weak_type", False))) for v in values
     )
 
 
