@@ -314,9 +314,6 @@ add(
 # read a first order there, from steps beyond sin's period where f stays bounded and h·Jv
 # grows.)
 _X_CANCEL = np.array([1968.1218266168323])
-_cancel_off_by_1 = _prim(
-    lambda x: (1e10 * x + np.sin(x)) - 1e10 * x, lambda ans, x: lambda g: g * (np.cos(x) + 1.0)
-)
 add(
     TrustCase(
         "cancellation_1e10_beside_its_period",
@@ -326,32 +323,24 @@ add(
         PASSED,
     )
 )
-add(
-    TrustCase(
-        "cancellation_1e10_rule_off_by_1",
-        "staircase",
-        lambda x: _cancel_off_by_1(x) * 1.0,
-        (_X_CANCEL,),
-        FAILED,
-        wrong={(0, 0)},
+# rules off by 1 and by 0.1. Off by 0.1 on stairs of 0.004 and a derivative of 0.086: the
+# base step, 1.2 periods of sin wide, left residuals of ~0.3 that passed for rounding (under
+# 1000 of f's "ulps", its stairs), an FD error of 0.27 the wrong rule passed inside
+for _off, _name in ((1.0, "1"), (0.1, "a_tenth")):
+    _cancel_off = _prim(
+        lambda x: (1e10 * x + np.sin(x)) - 1e10 * x,
+        lambda ans, x, off=_off: lambda g: g * (np.cos(x) + off),
     )
-)
-# the same staircase (stairs of 0.004 on a derivative of 0.086), a rule off by 0.1: the base
-# step, 1.2 periods of sin wide, left residuals of ~0.3 that passed for rounding (under 1000
-# of f's "ulps", its stairs), an FD error of 0.27 the wrong rule passed inside
-_cancel_off_by_a_tenth = _prim(
-    lambda x: (1e10 * x + np.sin(x)) - 1e10 * x, lambda ans, x: lambda g: g * (np.cos(x) + 0.1)
-)
-add(
-    TrustCase(
-        "cancellation_1e10_rule_off_by_a_tenth",
-        "staircase",
-        lambda x: _cancel_off_by_a_tenth(x) * 1.0,
-        (_X_CANCEL,),
-        FAILED,
-        wrong={(0, 0)},
+    add(
+        TrustCase(
+            f"cancellation_1e10_rule_off_by_{_name}",
+            "staircase",
+            lambda x, rule=_cancel_off: rule(x) * 1.0,
+            (_X_CANCEL,),
+            FAILED,
+            wrong={(0, 0)},
+        )
     )
-)
 # at 1e12, x ~ 1745: quanta of 0.25 on a derivative of -0.083, and f exactly flat over the
 # jump test's close steps. Flat there bounds |f'| by a quantum over the step (~150), not by
 # an ulp of f, which failed the right rule as "nonzero where f does not change"
