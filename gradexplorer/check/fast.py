@@ -77,13 +77,7 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
             "may remain (a systematic bug?); mode='full' finds them all, or pass a larger "
             "max_named= to search further."
         )
-    why = ""
-    if not wrong and unresolved == N_PROJECTIONS and failing is None:
-        why = (
-            "no random projection could be resolved by finite differences (f is too uneven "
-            "along random directions here), and the full check is too large to fall back on: "
-            "try another point, or mode='full' on a part of the inputs."
-        )
+    why = _inconclusive(ctx, wrong, unresolved, failing)
     outcome = Outcome.FAILED if wrong else Outcome.INCONCLUSIVE if why else Outcome.PASSED
     row_eps, col_eps = ctx.row_eps, ctx.col_eps
     rtol = opts.rtol
@@ -114,9 +108,27 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
         kinks=tuple(kinks),
         backward_spread=jitter_rel,
         inconclusive=why,
+        unresolved=() if ctx.fallback is None else ctx.fallback.unresolved,
         n_wrong=len(wrong),
         mode_reason=opts.mode_reason,
     )
+
+
+def _inconclusive(ctx: FastContext, wrong: list, unresolved: int, failing) -> str:
+    """Why the fast check cannot pass, where nothing is wrong: no projection resolved
+    and no full check to fall back on, or the full check it fell back on was itself
+    inconclusive (a projection that failed on entries FD cannot resolve is no pass)."""
+    if wrong:
+        return ""
+    if ctx.fallback is not None and ctx.fallback.outcome is Outcome.INCONCLUSIVE:
+        return f"fell back to the full check, which is inconclusive: {ctx.fallback.inconclusive}"
+    if unresolved == N_PROJECTIONS and failing is None:
+        return (
+            "no random projection could be resolved by finite differences (f is too uneven "
+            "along random directions here), and the full check is too large to fall back on: "
+            "try another point, or mode='full' on a part of the inputs."
+        )
+    return ""
 
 
 def _context(p: Problem, opts: Options, method: str):
@@ -220,8 +232,11 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
         r = ctx.vjp(u)
         analytic = float(r @ d)
         magnitude = float(onp.abs(r) @ onp.abs(d))
-        if not onp.isfinite(num_err):
-            unresolved += 1  # this projection cannot judge; the others, or the fallback, must
+        # known no better than the sum it projects (0.27 on terms summing to 0.09), a
+        # projection resolves nothing: the others, or the fallback, must judge
+        vacuous = 0 < magnitude < num_err and abs(num) < num_err
+        if not onp.isfinite(num_err) or vacuous:
+            unresolved += 1
         elif not onp.isfinite(analytic) or abs(analytic - num) > allowed(
             num_err, rt, magnitude, ctx.atol
         ):
@@ -269,7 +284,7 @@ def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry
             else f"more than {ctx.budget} wrong rows or columns"
         )
         ctx.notes.append(f"{why}: fell back to the full check, which judges every entry")
-        full = full_check(p, opts)
+        full = ctx.fallback = full_check(p, opts)
         ctx.cost.nfev += full.nfev
         ctx.cost.ngrad += full.ngrad
         ctx.capped = False
@@ -293,11 +308,12 @@ def _same_as_reverse(ctx: FastContext, u, jv, r, d, failing) -> bool:
         fwd, rev = float(u @ jv), float(r @ d)
         size = float(onp.abs(u) @ onp.abs(jv) + onp.abs(r) @ onp.abs(d))
     same = abs(fwd - rev) <= 1e3 * float(ctx.row_eps.max()) * size
-    if same:
-        ctx.notes.append(
-            "forward mode fails along the same direction with the same numbers as reverse "
-            "mode (its tangents come from the same rule): located once, in reverse mode"
-        )
+    note = (
+        "forward mode fails along the same direction with the same numbers as reverse "
+        "mode (its tangents come from the same rule): located once, in reverse mode"
+    )
+    if same and note not in ctx.notes:  # said once, however many projections fail
+        ctx.notes.append(note)
     return same
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as onp
 
@@ -57,6 +58,9 @@ class FastContext:
     capped: bool = False
     #: f's rows followed by its projections (the projections measured as outputs)
     ext: Callable | None = None
+    #: the full check the search fell back on, if it did (its unresolved entries and
+    #: an inconclusive verdict are the fast check's too)
+    fallback: Any = None
 
     def vjp(self, u: onp.ndarray) -> onp.ndarray:
         self.cost.ngrad += 1
