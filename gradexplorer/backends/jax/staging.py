@@ -177,9 +177,7 @@ def _fingerprint(f: Callable) -> tuple:
 
 
 def _signature(values: list) -> tuple:
-    return tuple(
-        (tuple(v.shape), v.dtype, bool(getattr(v, "weak_type", False))) for v in values
-    )
+    return tuple((tuple(v.shape), v.dtype, bool(getattr(v, "weak_type", False))) for v in values)
 
 
 def _entries(f: Callable) -> OrderedDict | None:
