@@ -297,6 +297,19 @@ def test_jax_compiled_programs_follow_what_f_reads():
     np.testing.assert_allclose(gx.jacobian(jax.jit(lambda v: v**2))(x), np.diag([2.0, 4.0]))
 
 
+def test_jax_repeated_calls_read_each_calls_own_arrays():
+    """A call that repeats f, ``wrt`` and the arrays' shapes reuses its binding and
+    program; the arguments held constant are still this call's, whichever their
+    position."""
+    g = lambda c, v, d: jnp.sum(c * v) + jnp.sum(d)  # noqa: E731
+    x = jnp.array([1.0, 2.0])
+    for c in ([3.0, 4.0], [5.0, 6.0], [-1.0, 0.5]):
+        d = jnp.array(c) * 2
+        np.testing.assert_allclose(gx.grad(g, 1)(jnp.array(c), x, d), c)
+        np.testing.assert_allclose(gx.jacobian(g, 2)(jnp.array(c), x, d), [1.0, 1.0])
+        np.testing.assert_allclose(gx.grad(g, 1)(np.array(c), x, np.asarray(d)), c)
+
+
 def test_operators_compose_with_jax_transforms():
     x = jnp.array([0.5, 1.5])
     inner = gx.grad(lambda v: jnp.sum(v**3))

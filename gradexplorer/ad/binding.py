@@ -81,17 +81,17 @@ def _signature(wrt: Any, args: tuple, kwargs: dict) -> tuple | None:
 def _kept(call: Call) -> tuple:
     """What a bound call is without f and its values (kept: no array, no f)."""
     meta = [(s.slot, s.name, s.position, s.tree, s.specs, s.constants) for s in call.selected]
-    return meta, call.single, call.container
+    return meta, call.single, call.container, {}
 
 
 def _rebound(f: Callable, kept: tuple, args: tuple) -> Call:
     """The kept call of f with these arguments (each one array, as when it was kept)."""
-    meta, single, container = kept
+    meta, single, container, memo = kept
     selected = [
         Selected(slot, name, position, tree, [args[slot]], specs, constants)
         for slot, name, position, tree, specs, constants in meta
     ]
-    return Call(f, list(args), {}, selected, single, container=container)
+    return Call(f, list(args), {}, selected, single, container=container, memo=memo)
 
 
 def bind(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:
@@ -101,7 +101,9 @@ def bind(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:
     kept = None
     if key is not None:
         with contextlib.suppress(TypeError):  # f not weakly referenceable: nothing kept
-            kept = _BOUND.setdefault(f, {})
+            kept = _BOUND.get(f)  # (setdefault would make a weak reference every call)
+            if kept is None:
+                kept = _BOUND[f] = {}
         if kept is not None and key in kept:
             return _rebound(f, kept[key], tuple(args))
     prep = system.prepare(f, tuple(args), dict(kwargs), wrt, "native")
@@ -117,4 +119,5 @@ def bind(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:
     )
     if kept is not None and prep.f is f and not prep.kwargs and len(kept) < _KEPT:
         kept[key] = _kept(call)
+        call.memo = kept[key][3]
     return call

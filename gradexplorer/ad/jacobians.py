@@ -170,8 +170,7 @@ def jacobian(
     check_callable(f)
     _check_mode(mode)
 
-    @native.explain_foreign
-    @functools.wraps(f)
+    @functools.partial(native.explain_foreign, like=f)
     def jac_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
         if system is not None:
@@ -221,8 +220,7 @@ def real_jacobian(f: Callable, wrt: Any = 0, *, mode: str = "auto") -> Callable:
     check_callable(f)
     _check_mode(mode)
 
-    @native.explain_foreign
-    @functools.wraps(f)
+    @functools.partial(native.explain_foreign, like=f)
     def real_jac_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
         if system is not None:
@@ -263,8 +261,7 @@ def hessian(f: Callable, wrt: Any = 0) -> Callable:
     """
     check_callable(f)
 
-    @native.explain_foreign
-    @functools.wraps(f)
+    @functools.partial(native.explain_foreign, like=f)
     def hess_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
         if system is not None:

@@ -39,11 +39,12 @@ __all__ = [
 ]  # fmt: skip
 
 
-def explain_foreign(fn: Callable) -> Callable:
+def explain_foreign(fn: Callable, like: Callable | None = None) -> Callable:
     """fn, its TypeError from a jax or torch function given numpy arrays (which
-    autograd then traces, and which jax and torch refuse) said in words."""
+    autograd then traces, and which jax and torch refuse) said in words; named
+    and documented as ``like`` (default fn itself: ``functools.wraps``)."""
 
-    @functools.wraps(fn)
+    @functools.wraps(fn if like is None else like)
     def explained(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)

@@ -177,8 +177,7 @@ def grad(
     _choice(disconnected_inputs, DISCONNECTED_CHOICES, "disconnected_inputs")
     _choice(return_disconnected, RETURN_CHOICES, "return_disconnected")
 
-    @native.explain_foreign
-    @functools.wraps(f)
+    @functools.partial(native.explain_foreign, like=f)
     def grad_f(*args, **kwargs):
         system = native.system_for(f, args, kwargs)
         if system is not None:
@@ -261,8 +260,7 @@ def value_and_grad(f: Callable, wrt: Any = None) -> Callable:
     """
     check_callable(f)
 
-    @native.explain_foreign
-    @functools.wraps(f)
+    @functools.partial(native.explain_foreign, like=f)
     def value_and_grad_f(*args, dy=None, **kwargs):
         system = native.system_for(f, args, kwargs)
         if system is not None:

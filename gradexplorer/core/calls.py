@@ -54,6 +54,10 @@ class Call:
     #: builds the AD system's own containers around traced leaves (its backend's
     #: ``container``); None keeps Python's
     container: Callable | None = None
+    #: scratch space shared by every call rebound from one kept binding (one f,
+    #: ``wrt`` and arguments' signature: see ``ad/binding.py``), where a backend
+    #: keeps what it derives from the call's structure alone; None: not kept
+    memo: dict | None = None
 
     @property
     def specs(self) -> list[Leaf]:

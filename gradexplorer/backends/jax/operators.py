@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -123,24 +123,33 @@ def _placed(base, slots, xs):
     return full
 
 
-@contextlib.contextmanager
-def _explained(what: str) -> Iterator[None]:
-    """jax's errors for things the user can change, said in words."""
-    try:
-        yield
-    except jax.errors.TracerArrayConversionError:
-        raise TypeError(
-            f"{what}: f converts a jax array to numpy (np.asarray, np.* functions, "
-            "x.tolist(), .item()) while jax differentiates it; jax can only follow "
-            "jax.numpy code. Write f with jax.numpy (jnp) throughout."
-        ) from None
-    except NOT_TRACEABLE as exc:
-        raise TypeError(
-            f"{what}: f turns an array jax is differentiating into a Python value "
-            f"(float(x), int(x), x.item(), a shape taken from values: {type(exc).__name__}); "
-            "jax's transforms see no number there. Keep it an array (x[0] rather than "
-            "float(x[0])); for a branch on values use jnp.where or jax.lax.cond."
-        ) from None
+class _explained:
+    """jax's errors for things the user can change, said in words (a class, not
+    ``contextlib.contextmanager``: it is entered on every operator call)."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        what = self.what
+        if kind is not None and issubclass(kind, jax.errors.TracerArrayConversionError):
+            raise TypeError(
+                f"{what}: f converts a jax array to numpy (np.asarray, np.* functions, "
+                "x.tolist(), .item()) while jax differentiates it; jax can only follow "
+                "jax.numpy code. Write f with jax.numpy (jnp) throughout."
+            ) from None
+        if kind is not None and issubclass(kind, NOT_TRACEABLE):
+            raise TypeError(
+                f"{what}: f turns an array jax is differentiating into a Python value "
+                f"(float(x), int(x), x.item(), a shape taken from values: {kind.__name__}); "
+                "jax's transforms see no number there. Keep it an array (x[0] rather than "
+                "float(x[0])); for a branch on values use jnp.where or jax.lax.cond."
+            ) from None
 
 
 # ---------------------------------------------------------------- reverse mode
@@ -186,10 +195,10 @@ def jacobian(call: Any, mode: str) -> tuple[Any, Any, list, bool | None]:
     for a ``custom_vjp`` function (no forward rule).
     """
     specs = call.specs
-    n_in = sum(s.real_size for s in specs)
 
     def body_for(forward_ok: bool) -> Callable:
         def body(F, diff, extra):
+            n_in = sum(s.real_size for s in specs)
             box: dict = {}
             Freal = _realified(F, specs, box)
             vs = [_to_real(s, x) for s, x in zip(specs, diff)]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -89,6 +90,27 @@ def _is_dynamic(x: Any) -> bool:
     return isinstance(x, onp.ndarray) and x.dtype.kind in "biufc"
 
 
+class _Skeleton:
+    """f's arguments with their arrays taken out: the tree and what each leaf is.
+    Part of every cache key, so its hash (of nested tree definitions) is taken once."""
+
+    __slots__ = ("tree", "key", "hash")
+
+    def __init__(self, tree: Any, key: tuple, hashed: bool = True):
+        self.tree, self.key = tree, key
+        self.hash = hash((tree, key)) if hashed else 0
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, _Skeleton)
+            and self.hash == other.hash
+            and (self.tree, self.key) == (other.tree, other.key)
+        )
+
+
 def _split(call) -> tuple[tuple, list, bool]:
     """``(static key, dynamic arrays, hashable)`` of f's arguments, the
     differentiated leaves left as holes."""
@@ -109,17 +131,15 @@ def _split(call) -> tuple[tuple, list, bool]:
                 kinds = tuple("array" if _is_dynamic(s) else ("static", s) for s in sub)
                 key.append(("pytree", subtree, kinds))
                 dynamic.extend(s for s in sub if _is_dynamic(s))
-    skeleton = (tree, tuple(key))
     try:
-        hash(skeleton)
-    except TypeError:
-        return skeleton, dynamic, False
-    return skeleton, dynamic, True
+        return _Skeleton(tree, tuple(key)), dynamic, True
+    except TypeError:  # an unhashable static argument
+        return _Skeleton(tree, tuple(key), hashed=False), dynamic, False
 
 
-def _rebuild(f_ref: Callable, skeleton: tuple) -> Callable:
+def _rebuild(f_ref: Callable, skeleton: _Skeleton) -> Callable:
     """``make(dynamic) -> F(*diff_leaves)``: f of its differentiated leaves."""
-    tree, key = skeleton
+    tree, key = skeleton.tree, skeleton.key
 
     def make(dynamic):
         def F(*diff):
@@ -151,6 +171,8 @@ def _target(f: Callable) -> Any:
 def _fingerprint(f: Callable) -> tuple:
     """The objects f reads from outside its arguments: its closure cells, the
     globals its code names, a partial's arguments, a bound method's instance."""
+    if type(f) is types.FunctionType and "__wrapped__" not in f.__dict__:
+        return _reads(f, [])  # the common case, without the general search
     objs: list = []
     target = f
     for _ in range(8):
@@ -164,6 +186,12 @@ def _fingerprint(f: Callable) -> tuple:
         else:
             break
     target = inspect.unwrap(target) if callable(target) else target
+    return _reads(target, objs)
+
+
+def _reads(target: Any, objs: list) -> tuple:
+    """``objs`` and the objects a function reads: its closure cells, the globals
+    its code names."""
     code = getattr(target, "__code__", None)
     for cell in getattr(target, "__closure__", None) or ():
         try:
@@ -213,26 +241,34 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
     outputs, info
     """
     diff = [as_jax(v) for v in call.values]
-    extra_leaves, extra_tree = flatten(extra)
-    extra_leaves = [as_jax(v) for v in extra_leaves]
-    skeleton, dynamic, hashable = _split(call)
-    f_ref = _ref(call.f)
-    make = _rebuild(f_ref, skeleton)
+    if type(extra) is tuple and not extra:  # (no comparison: extra may be an array)
+        extra_leaves, extra_tree = [], None
+    else:
+        extra_leaves, extra_tree = flatten(extra)
+        extra_leaves = [as_jax(v) for v in extra_leaves]
+    skeleton, dynamic, hashable = _split_kept(call)
+
+    def eager() -> Any:
+        F = _rebuild(_ref(call.f), skeleton)(dynamic)
+        return body(F, diff, () if extra_tree is None else unflatten(extra_tree, extra_leaves))
+
     entries = _entries(call.f) if hashable else None
     if entries is None:
-        return body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+        return eager()
     pins = _fingerprint(call.f)
     full = (key, skeleton, tuple(id(p) for p in pins), _signature(diff + dynamic + extra_leaves))
     entry = entries.get(full)
     if entry is not None and all(a is b for a, b in zip(entry.pins, pins)):
         entries.move_to_end(full)
         if entry.fn is None:
-            return body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+            return eager()
         return entry.fn(diff, dynamic, extra_leaves), entry.info
     entry = _Entry(None, None, pins)
+    make = _rebuild(_ref(call.f), skeleton)
 
     def program(diff, dynamic, extra_leaves):
-        out, entry.info = body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+        extra = () if extra_tree is None else unflatten(extra_tree, extra_leaves)
+        out, entry.info = body(make(dynamic), diff, extra)
         return out
 
     jitted = jax.jit(program)
@@ -240,11 +276,34 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
         out = jitted(diff, dynamic, extra_leaves)
         entry.fn = jitted
     except NOT_TRACEABLE:  # value-dependent Python: jax's transforms run it eagerly
-        out, entry.info = body(make(dynamic), diff, unflatten(extra_tree, extra_leaves))
+        out, entry.info = eager()
     entries[full] = entry
     while len(entries) > PER_FUNCTION:
         entries.popitem(last=False)
     return out, entry.info
+
+
+#: the key of :func:`_split_kept`'s plan in a call's memo
+_SPLIT = "jax staging: skeleton and free arguments"
+
+
+def _split_kept(call) -> tuple[tuple, list, bool]:
+    """:func:`_split`, read from the call's memo where its binding was kept: there
+    every argument is one array, so the skeleton is the binding's and the dynamic
+    arrays are the arguments not differentiated, at the same positions."""
+    memo = call.memo
+    plan = None if memo is None else memo.get(_SPLIT)
+    if plan:
+        skeleton, free = plan
+        return skeleton, [call.args[i] for i in free], True
+    split = _split(call)
+    if memo is not None and plan is None:
+        skeleton, dynamic, hashable = split
+        chosen = {sel.slot for sel in call.selected}
+        free = tuple(i for i in range(len(call.args)) if i not in chosen)
+        same = len(dynamic) == len(free) and all(d is call.args[i] for d, i in zip(dynamic, free))
+        memo[_SPLIT] = (skeleton, free) if hashable and same else False
+    return split
 
 
 def _ref(f: Callable) -> Callable:
