@@ -13,6 +13,9 @@ mode gx's "auto" picks (forward for the tall case), measured in alternation. gx 
 is the price of gx's conventions (binding ``wrt``, structures, layout, the finite check
 of f's value); target <= 1.5x. gx - anchor is that price in time: a fixed cost per call
 (Python), which decides the ratio where the framework's own call is tens of microseconds.
+The last column calibrates that price on this machine: what ~4 us of plain Python
+(a loop) costs beside jax's call. Where it costs far more than 4 us (XLA's CPU
+threads compete with Python for a few cores), any fixed cost is inflated as much.
 """
 
 import sys
@@ -62,14 +65,22 @@ def optional_rows(name, W, x):
     return rows
 
 
-def interleaved(anchor, ours, rounds=9):
-    """Best times of two calls measured in alternation (a shared machine's load
-    falls on both alike)."""
-    a, b = [], []
+def interleaved(*calls, rounds=9):
+    """Best times of calls measured in alternation (a shared machine's load falls
+    on all alike)."""
+    times = [[] for _ in calls]
     for _ in range(rounds):
-        a.append(best_time(anchor, repeat=1))
-        b.append(best_time(ours, repeat=1))
-    return min(a), min(b)
+        for t, call in zip(times, calls):
+            t.append(best_time(call, repeat=1))
+    return tuple(min(t) for t in times)
+
+
+def python_work():
+    """About 4 us of plain Python (a loop of 250 additions)."""
+    total = 0
+    for i in range(250):
+        total += i
+    return total
 
 
 def framework_rows(name, W, x):
@@ -92,7 +103,7 @@ def framework_rows(name, W, x):
         finally:
             torch.set_num_threads(threads)
         anchor = f"torch.func.{'jacfwd' if tall else 'jacrev'}"
-        rows.append((name, "torch", anchor, t_direct, t_gx))
+        rows.append((name, "torch", anchor, t_direct, t_gx, None))
     except ImportError:
         pass
     try:
@@ -104,12 +115,13 @@ def framework_rows(name, W, x):
         direct = jax.jit((jax.jacfwd if tall else jax.jacrev)(fj))
         J = gx.jacobian(fj)(xj)
         assert J.dtype == xj.dtype and np.allclose(J, direct(xj), rtol=1e-5, atol=1e-6)
-        t_direct, t_gx = interleaved(
+        t_direct, t_gx, t_taxed = interleaved(
             lambda: direct(xj).block_until_ready(),
             lambda: gx.jacobian(fj)(xj).block_until_ready(),
+            lambda: (python_work(), direct(xj).block_until_ready()),
         )
         anchor = f"jax.jit(jax.{'jacfwd' if tall else 'jacrev'})"
-        rows.append((name, "jax", anchor, t_direct, t_gx))
+        rows.append((name, "jax", anchor, t_direct, t_gx, t_taxed))
     except ImportError:
         pass
     return rows
@@ -140,16 +152,18 @@ def main():
     native = []
     for name, (W, n) in CASES.items():
         x = np.random.default_rng(1).standard_normal(n)
-        for case, system, anchor, t_direct, t_gx in framework_rows(name, W, x):
+        for case, system, anchor, t_direct, t_gx, t_taxed in framework_rows(name, W, x):
+            taxed = "" if t_taxed is None else f"{(t_taxed - t_direct) * 1e6:+.0f} us"
             native.append(
                 (case, system, anchor, f"{t_direct * 1e3:.3f} ms", f"{t_gx * 1e3:.3f} ms",
-                 f"{t_gx / t_direct:.2f}x", f"{(t_gx - t_direct) * 1e6:+.0f} us")
+                 f"{t_gx / t_direct:.2f}x", f"{(t_gx - t_direct) * 1e6:+.0f} us", taxed)
             )  # fmt: skip
     if native:
         print()
         print(
             table(native, ("case", "f written with", "anchor (direct)", "anchor's time",
-                           "gx.jacobian", "gx / anchor", "gx - anchor"))
+                           "gx.jacobian", "gx / anchor", "gx - anchor",
+                           "4 us of Python + anchor"))
         )  # fmt: skip
 
 
