@@ -297,6 +297,44 @@ def test_jax_compiled_programs_follow_what_f_reads():
     np.testing.assert_allclose(gx.jacobian(jax.jit(lambda v: v**2))(x), np.diag([2.0, 4.0]))
 
 
+def test_repeated_calls_on_parameter_structures_read_each_calls_own_arrays():
+    """A dict of parameters (and a batch held constant beside it) keeps its binding
+    by structure and arrays' signature: each call still differentiates its own
+    values, and a new structure (another key, another order) binds afresh."""
+
+    def loss(p, batch):
+        h = jnp.tanh(p["W"] @ batch["x"] + p["b"])
+        return jnp.sum((h - batch["y"]) ** 2) + jnp.sum(p["extra"][0] ** 2)
+
+    rng = np.random.default_rng(0)
+    for k in range(4):
+        p = {
+            "W": jnp.asarray(rng.standard_normal((3, 2))),
+            "b": jnp.asarray(rng.standard_normal(3)),
+        }
+        p["extra"] = [jnp.asarray(rng.standard_normal(2))]
+        if k == 3:  # the same arrays in another order: another structure
+            p = {"b": p["b"], "extra": p["extra"], "W": p["W"]}
+        batch = {"x": jnp.asarray(rng.standard_normal(2)), "y": jnp.asarray(rng.standard_normal(3))}
+        got, want = gx.grad(loss)(p, batch), jax.grad(loss)(p, batch)
+        assert list(got) == list(p)
+        for key in p:
+            np.testing.assert_allclose(
+                np.asarray(jax.tree_util.tree_leaves(got[key])),
+                np.asarray(jax.tree_util.tree_leaves(want[key])),
+                rtol=1e-5,
+                atol=1e-6,  # float32: jit and eager jax round apart
+            )
+    tloss = lambda p, c: ((p["W"] @ c).tanh() * p["b"]).sum()  # noqa: E731
+    for k in range(3):
+        p = {"W": torch.randn(3, 2, dtype=torch.float64), "b": torch.randn(3, dtype=torch.float64)}
+        c = torch.randn(2, dtype=torch.float64)
+        got = gx.grad(tloss)(p, c)
+        want = torch.func.grad(tloss)(p, c)
+        for key in p:
+            torch.testing.assert_close(got[key], want[key])
+
+
 def test_jax_repeated_calls_read_each_calls_own_arrays():
     """A call that repeats f, ``wrt`` and the arrays' shapes reuses its binding and
     program; the arguments held constant are still this call's, whichever their

@@ -6,9 +6,10 @@ reading f's signature, resolving ``wrt``, naming and checking every leaf.
 Both depend only on f, ``wrt`` and the arguments' types (and, for the bound
 call, shapes and dtypes), so calls that repeat them — an operator in a loop —
 reuse the first answer: the backend per tuple of argument types, the bound
-call per f, ``wrt`` and arrays' signature, its leaves replaced by the new ones.
-Arguments that are containers, keyword arguments and ``nn.Module`` functions
-are bound afresh every time.
+call per f, ``wrt`` and arrays' signature (a container argument, a dict of
+parameters say, by its structure and its arrays'), its leaves replaced by the
+new ones. Keyword arguments, leaves that are no arrays (Python numbers) and
+``nn.Module`` functions are bound afresh every time.
 
 >>> system_for(lambda x: x, (1.0,), {}) is None   # numpy: ad/'s autograd operators
 True
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..backends import get_backend, owns_callable
 from ..core.calls import Call, Selected, bind_call
+from ..core.tree import flatten
 
 __all__ = ["system_for", "bind"]
 
@@ -39,11 +41,9 @@ def system_for(f: Callable, args: tuple, kwargs: dict) -> Any:
     operators (numpy arguments)."""
     key = None
     if not kwargs:
-        types = tuple(type(a) for a in args)
-        if not any(issubclass(t, _CONTAINERS) for t in types):
-            key = (type(f), types)
-            if key in _SYSTEMS:
-                return _SYSTEMS[key]
+        key = (type(f), tuple(_types(a) for a in args))
+        if key in _SYSTEMS:
+            return _SYSTEMS[key]
     system = get_backend(None, list(args) + list(kwargs.values()), f)
     if getattr(system, "operators", None) is not None:
         found = system
@@ -59,17 +59,41 @@ def system_for(f: Callable, args: tuple, kwargs: dict) -> Any:
     return found
 
 
+def _types(a: Any) -> Any:
+    """What decides an argument's AD system: its type, or a container's structure
+    and its leaves' types."""
+    if isinstance(a, _CONTAINERS):
+        leaves, tree = flatten(a)
+        return tree, tuple(type(v) for v in leaves)
+    return type(a)
+
+
+def _array_signature(a: Any) -> tuple | None:
+    shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+    if shape is None or dtype is None:
+        return None
+    return type(a), tuple(shape), dtype
+
+
 def _signature(wrt: Any, args: tuple, kwargs: dict) -> tuple | None:
-    """The key of a bound call: None when it is not kept (keyword arguments,
-    containers, an unhashable ``wrt``)."""
+    """The key of a bound call: None when it is not kept (keyword arguments, a
+    leaf that is no array, an unhashable ``wrt``). A container argument (a dict of
+    parameters, a list of layers) is keyed by its structure and its arrays'."""
     if kwargs:
         return None
-    sig = []
+    sig: list = []
     for a in args:
-        shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
-        if shape is None or dtype is None or isinstance(a, _CONTAINERS):
+        if isinstance(a, _CONTAINERS):
+            leaves, tree = flatten(a)
+            inner = tuple(_array_signature(v) for v in leaves)
+            if None in inner:
+                return None
+            sig.append((tree, inner))
+            continue
+        one = _array_signature(a)
+        if one is None:
             return None
-        sig.append((type(a), tuple(shape), dtype))
+        sig.append(one)
     key = (wrt, tuple(sig))
     try:
         hash(key)
@@ -88,10 +112,14 @@ def _rebound(f: Callable, kept: tuple, args: tuple) -> Call:
     """The kept call of f with these arguments (each one array, as when it was kept)."""
     meta, single, container, memo = kept
     selected = [
-        Selected(slot, name, position, tree, [args[slot]], specs, constants)
+        Selected(slot, name, position, tree, _leaves(args[slot], tree), specs, constants)
         for slot, name, position, tree, specs, constants in meta
     ]
     return Call(f, list(args), {}, selected, single, container=container, memo=memo)
+
+
+def _leaves(value: Any, tree: Any) -> list:
+    return [value] if tree.is_leaf else flatten(value)[0]
 
 
 def bind(system: Any, f: Callable, wrt: Any, args: tuple, kwargs: dict) -> Call:

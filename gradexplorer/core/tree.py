@@ -55,6 +55,15 @@ class TreeDef:
     keys: tuple = ()
     cls: Any = None
 
+    def __hash__(self) -> int:
+        # taken once: trees key the operators' caches, hashed on every call
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = hash((self.kind, self.children, self.keys, self.cls))
+            object.__setattr__(self, "_hash", h)
+            return h
+
     @property
     def num_leaves(self) -> int:
         if self.kind == "leaf":
@@ -88,6 +97,9 @@ class TreeDef:
         return f"[{inner}]" if self.kind == "list" else f"({inner})"
 
 
+_LEAF = TreeDef("leaf")
+
+
 def unbox(x: Any) -> Any:
     """The plain value under tracer boxes (autograd's ``_value``), else x itself."""
     while type(x).__name__.endswith("Box") and hasattr(x, "_value"):
@@ -112,7 +124,23 @@ def flatten(x: Any) -> tuple[list, TreeDef]:
     return leaves, tree
 
 
+#: types whose values are leaves (no container, no tracer box): found once per type
+_LEAF_TYPES: set = set()
+
+
 def _flatten(x: Any, leaves: list) -> TreeDef:
+    kind = type(x)  # the common types first: the operators flatten on every call
+    if kind in _LEAF_TYPES:
+        leaves.append(x)
+        return _LEAF
+    if kind is dict:
+        keys = tuple(x)
+        return TreeDef("dict", tuple(_flatten(x[k], leaves) for k in keys), keys)
+    if kind is list or kind is tuple:
+        children = tuple(_flatten(c, leaves) for c in x)
+        return TreeDef("list" if kind is list else "tuple", children)
+    if not (kind.__name__.endswith("Box") or issubclass(kind, (dict, list, tuple)) or x is None):
+        _LEAF_TYPES.add(kind)
     v = unbox(x)
     if v is None:
         return TreeDef("none")
@@ -128,7 +156,7 @@ def _flatten(x: Any, leaves: list) -> TreeDef:
         cls = type(v) if hasattr(v, "_fields") else None
         return TreeDef("tuple", children, (), cls)
     leaves.append(x)
-    return TreeDef("leaf")
+    return _LEAF
 
 
 def unflatten(tree: TreeDef, leaves: Sequence, build: Callable | None = None) -> Any:

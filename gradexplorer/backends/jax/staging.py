@@ -306,21 +306,35 @@ _SPLIT = "jax staging: skeleton and free arguments"
 
 def _split_kept(call) -> tuple[tuple, list, bool]:
     """:func:`_split`, read from the call's memo where its binding was kept: there
-    every argument is one array, so the skeleton is the binding's and the dynamic
-    arrays are the arguments not differentiated, at the same positions."""
+    every leaf of every argument is an array, so the skeleton is the binding's and
+    the dynamic arrays are the leaves of the arguments not differentiated (where
+    the first call found every one of them dynamic)."""
     memo = call.memo
     plan = None if memo is None else memo.get(_SPLIT)
     if plan:
         skeleton, free = plan
-        return skeleton, [call.args[i] for i in free], True
+        return skeleton, _arrays_of(call.args, free), True
     split = _split(call)
     if memo is not None and plan is None:
         skeleton, dynamic, hashable = split
         chosen = {sel.slot for sel in call.selected}
         free = tuple(i for i in range(len(call.args)) if i not in chosen)
-        same = len(dynamic) == len(free) and all(d is call.args[i] for d, i in zip(dynamic, free))
+        arrays = _arrays_of(call.args, free)
+        same = len(dynamic) == len(arrays) and all(a is b for a, b in zip(dynamic, arrays))
         memo[_SPLIT] = (skeleton, free) if hashable and same else False
     return split
+
+
+def _arrays_of(args: list, free: tuple) -> list:
+    """The leaves of the arguments at ``free`` (an array is its own leaf)."""
+    out: list = []
+    for i in free:
+        a = args[i]
+        if a is None or isinstance(a, (list, tuple, dict)):
+            out.extend(flatten(a)[0])
+        else:
+            out.append(a)
+    return out
 
 
 def _ref(f: Callable) -> Callable:
