@@ -13,6 +13,7 @@ mode gx's "auto" picks (forward for the tall case), measured in alternation. gx 
 is the price of gx's conventions (binding ``wrt``, structures, layout, the finite check
 of f's value); target <= 1.5x. gx - anchor is that price in time: a fixed cost per call
 (Python), which decides the ratio where the framework's own call is tens of microseconds.
+A last pair of rows takes gx.grad over a dict of parameters (a model's loss).
 The last column calibrates that price on this machine: what ~4 us of plain Python
 (a loop) costs beside jax's call. Where it costs far more than 4 us (XLA's CPU
 threads compete with Python for a few cores), any fixed cost is inflated as much.
@@ -127,6 +128,58 @@ def framework_rows(name, W, x):
     return rows
 
 
+def parameter_rows():
+    """gx.grad of a two-layer model's loss over a dict of parameters (a batch held
+    constant beside it), against the framework's own gradient."""
+    rows = []
+    rng = np.random.default_rng(2)
+    shapes = {"W1": (64, 32), "b1": (64,), "W2": (10, 64), "b2": (10,)}
+    values = {k: rng.standard_normal(s) / 8 for k, s in shapes.items()}
+    X = rng.standard_normal((32, 128))
+    name = "grad, dict of 4 params"
+    try:
+        import torch
+
+        p = {k: torch.tensor(v) for k, v in values.items()}
+        Xt = torch.tensor(X)
+
+        def tloss(p, X):
+            h = torch.tanh(p["W1"] @ X + p["b1"][:, None])
+            return ((p["W2"] @ h + p["b2"][:, None]) ** 2).sum()
+
+        direct = torch.func.grad(tloss)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            t_direct, t_gx = interleaved(lambda: direct(p, Xt), lambda: gx.grad(tloss)(p, Xt))
+        finally:
+            torch.set_num_threads(threads)
+        rows.append((name, "torch", "torch.func.grad", t_direct, t_gx, None))
+    except ImportError:
+        pass
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        p = {k: jnp.asarray(v) for k, v in values.items()}
+        Xj = jnp.asarray(X)
+
+        def jloss(p, X):
+            h = jnp.tanh(p["W1"] @ X + p["b1"][:, None])
+            return jnp.sum((p["W2"] @ h + p["b2"][:, None]) ** 2)
+
+        direct = jax.jit(jax.grad(jloss))
+        t_direct, t_gx, t_taxed = interleaved(
+            lambda: jax.block_until_ready(direct(p, Xj)),
+            lambda: jax.block_until_ready(gx.grad(jloss)(p, Xj)),
+            lambda: (python_work(), jax.block_until_ready(direct(p, Xj))),
+        )
+        rows.append((name, "jax", "jax.jit(jax.grad)", t_direct, t_gx, t_taxed))
+    except ImportError:
+        pass
+    return rows
+
+
 def main():
     rows = []
     for name, (W, n) in CASES.items():
@@ -152,7 +205,10 @@ def main():
     native = []
     for name, (W, n) in CASES.items():
         x = np.random.default_rng(1).standard_normal(n)
-        for case, system, anchor, t_direct, t_gx, t_taxed in framework_rows(name, W, x):
+        rows_here = framework_rows(name, W, x)
+        if name == list(CASES)[-1]:
+            rows_here += parameter_rows()
+        for case, system, anchor, t_direct, t_gx, t_taxed in rows_here:
             taxed = "" if t_taxed is None else f"{(t_taxed - t_direct) * 1e6:+.0f} us"
             native.append(
                 (case, system, anchor, f"{t_direct * 1e3:.3f} ms", f"{t_gx * 1e3:.3f} ms",
