@@ -64,6 +64,10 @@ class TreeDef:
             object.__setattr__(self, "_hash", h)
             return h
 
+    def __getstate__(self) -> dict:
+        # a string's hash differs between processes: never sent with the tree
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def num_leaves(self) -> int:
         if self.kind == "leaf":
