@@ -7,6 +7,8 @@ framework's own array, on the device of the inputs, in their precision.
 """
 
 import contextlib
+import functools
+import gc
 import warnings
 
 import numpy as np
@@ -326,13 +328,55 @@ def test_repeated_calls_on_parameter_structures_read_each_calls_own_arrays():
                 atol=1e-6,  # float32: jit and eager jax round apart
             )
     tloss = lambda p, c: ((p["W"] @ c).tanh() * p["b"]).sum()  # noqa: E731
-    for k in range(3):
+    for _ in range(3):
         p = {"W": torch.randn(3, 2, dtype=torch.float64), "b": torch.randn(3, dtype=torch.float64)}
         c = torch.randn(2, dtype=torch.float64)
         got = gx.grad(tloss)(p, c)
         want = torch.func.grad(tloss)(p, c)
         for key in p:
             torch.testing.assert_close(got[key], want[key])
+
+
+def test_jax_repeated_calls_see_each_calls_numpy_scalars():
+    """A numpy scalar held constant (a weight, an index from np.argmax, a flag) has a
+    shape and a dtype, so its binding is kept, but jax bakes its value into the
+    program: a repeated call must not reuse the program of another value."""
+    x = jnp.array([1.0, 2.0, 3.0])
+    g = gx.grad(lambda v, c: jnp.sum(c * v**2))
+    got = [g(x, np.float32(c)).tolist() for c in (1.0, 1.0, 5.0)]
+    assert got == [[2.0, 4.0, 6.0], [2.0, 4.0, 6.0], [10.0, 20.0, 30.0]]
+    pick = gx.grad(lambda v, i: v[i] ** 2)
+    assert [pick(x, np.int64(i)).tolist() for i in (0, 0, 2)][-1] == [0.0, 0.0, 6.0]
+    sign = gx.jacobian(lambda v, flip: -v if flip else v)
+    assert [float(sign(x, np.bool_(b))[0, 0]) for b in (False, False, True)] == [1, 1, -1]
+    scaled = gx.grad(lambda p, c: jnp.sum(c["s"] * p["w"] ** 2))
+    for s in (1.0, 1.0, 3.0):
+        out = scaled({"w": x}, {"s": np.float32(s)})
+        np.testing.assert_allclose(out["w"], 2 * s * np.asarray(x))
+
+
+def test_jax_programs_kept_per_function_stay_bounded():
+    """Repeated calls keep a shortcut to their program beside the binding, weakly:
+    the cache's limit per f still decides how many compiled programs stay alive."""
+    from gradexplorer.backends.jax import staging
+
+    def f(v):
+        return jnp.sum(v**2)
+
+    g = gx.grad(f)
+    for n in range(1, staging.PER_FUNCTION + 12):
+        g(jnp.ones(n))
+        g(jnp.ones(n))
+    gc.collect()
+    pins = staging._fingerprint(f)
+    alive = [o for o in gc.get_objects() if isinstance(o, staging._Entry) and o.pins == pins]
+    assert 0 < len(alive) <= staging.PER_FUNCTION
+    np.testing.assert_allclose(g(jnp.ones(3)), [2.0, 2.0, 2.0])  # an evicted shape again
+
+
+def test_operator_of_a_partial_keeps_a_name():
+    g = gx.grad(functools.partial(lambda v, c: jnp.sum(c * v), c=2.0))
+    assert g.__name__ == "grad_f" and g(jnp.ones(2)).tolist() == [2.0, 2.0]
 
 
 def test_jax_repeated_calls_read_each_calls_own_arrays():

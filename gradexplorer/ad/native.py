@@ -68,6 +68,8 @@ def explain_foreign(fn: Callable, like: Callable | None = None) -> Callable:
                 f"gradexplorer then uses {system}'s own AD."
             ) from exc
 
+    if like is not None and not hasattr(like, "__name__"):  # a partial, a callable object
+        explained.__name__, explained.__qualname__ = fn.__name__, fn.__qualname__
     return explained
 
 

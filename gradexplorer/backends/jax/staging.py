@@ -257,7 +257,7 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
         return eager()
     pins = _fingerprint(call.f)
     shortcut = _shortcut(call, key, extra_leaves)
-    kept = None if shortcut is None else call.memo.get(shortcut)
+    kept = None if shortcut is None else call.memo.get(shortcut, _dead)()
     if kept is not None and len(kept.pins) == len(pins):
         if all(a is b for a, b in zip(kept.pins, pins)):
             return kept.fn(diff, dynamic, extra_leaves), kept.info
@@ -268,7 +268,7 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
         if entry.fn is None:
             return eager()
         if shortcut is not None:
-            call.memo[shortcut] = entry
+            call.memo[shortcut] = weakref.ref(entry)  # the cache's limit still holds
         return entry.fn(diff, dynamic, extra_leaves), entry.info
     entry = _Entry(None, None, pins)
     make = _rebuild(_ref(call.f), skeleton)
@@ -291,13 +291,20 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
 
 
 def _shortcut(call: Any, key: tuple, extra_leaves: list) -> tuple | None:
-    """Where a kept binding's memo holds the program last run for this operator.
-    The binding fixes f, ``wrt`` and the arrays' shapes and dtypes, so the program
-    is found without the full key; f's pins are still compared (and jit itself
-    tells a weakly typed input from a strong one)."""
-    if call.memo is None:
+    """Where a kept binding's memo holds the program last run for this operator
+    (weakly: the program cache's limit per f decides what stays alive). The
+    binding fixes f, ``wrt`` and the arrays' shapes and dtypes; where the skeleton
+    holds no value either (every leaf not differentiated is a dynamic array, not a
+    numpy scalar or a pytree's static field baked into the program), the program is
+    found without the full key. f's pins are still compared (and jit itself tells a
+    weakly typed input from a strong one)."""
+    if call.memo is None or not call.memo.get(_SPLIT):
         return None
     return ("jax program", key, _signature(extra_leaves) if extra_leaves else ())
+
+
+def _dead() -> None:
+    return None
 
 
 #: the key of :func:`_split_kept`'s plan in a call's memo
