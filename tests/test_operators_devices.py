@@ -298,6 +298,23 @@ def test_jax_compiled_programs_follow_what_f_reads():
     )
     np.testing.assert_allclose(gx.jacobian(jax.jit(lambda v: v**2))(x), np.diag([2.0, 4.0]))
 
+    class Model:
+        def __init__(self, a):
+            self.a = a
+
+        def loss(self, v):
+            return jnp.sum(self.a * v**2)
+
+        def __call__(self, v):
+            return jnp.sum(self.a * v**2)
+
+    model = Model(jnp.asarray(1.0))
+    np.testing.assert_allclose(gx.grad(model.loss)(x), [2.0, 4.0])
+    np.testing.assert_allclose(gx.grad(model)(x), [2.0, 4.0])
+    model.a = jnp.asarray(3.0)  # an attribute rebound: seen by a method and by __call__
+    np.testing.assert_allclose(gx.grad(model.loss)(x), [6.0, 12.0])
+    np.testing.assert_allclose(gx.grad(model)(x), [6.0, 12.0])
+
 
 def test_repeated_calls_on_parameter_structures_read_each_calls_own_arrays():
     """A dict of parameters (and a batch held constant beside it) keeps its binding

@@ -6,14 +6,15 @@ would cost far more than running it, so :func:`run` keeps the compiled program
 per f and per *call signature*: the operator and its options, the shapes and
 dtypes of every array argument, the values of every other argument (Python
 numbers, strings, flags: they are static, as ``static_argnums`` would make
-them), and the objects f reads from its closure and its globals. Arrays among
+them), and the objects f reads from its closure and its globals (a method's
+or a callable object's attributes too). Arrays among
 the other arguments are inputs of the program, never baked into it.
 
 f with Python control flow on array values (``if x[0] > 0``), boolean masks or
 other value-dependent shapes cannot be traced by ``jit``; such a call runs
 eagerly (jax's transforms work there), and the signature remembers it. As with
 ``jax.jit`` itself, a numpy array f reads from outside its arguments and changes
-in place is not seen: pass it as an argument.
+in place (or a dict attribute changed inside) is not seen: pass it as an argument.
 
 >>> import jax.numpy as jnp
 >>> out, info = run(_call(lambda x: jnp.sin(x) * 2), ("demo",), lambda F, d, e: ([F(*d)], "ok"))
@@ -170,7 +171,9 @@ def _target(f: Callable) -> Any:
 
 def _fingerprint(f: Callable) -> tuple:
     """The objects f reads from outside its arguments: its closure cells, the
-    globals its code names, a partial's arguments, a bound method's instance."""
+    globals its code names, a partial's arguments, a bound method's instance and
+    a callable object's attributes (``self.W = new`` is a new program; a change
+    inside an attribute, ``self.params["W"] = new``, is not seen, as with jit)."""
     if type(f) is types.FunctionType and "__wrapped__" not in f.__dict__:
         return _reads(f, [])  # the common case, without the general search
     objs: list = []
@@ -182,11 +185,29 @@ def _fingerprint(f: Callable) -> tuple:
             target = target.func
         elif hasattr(target, "__self__") and hasattr(target, "__func__"):
             objs.append(target.__self__)
+            objs.extend(_attributes(target.__self__))
             target = target.__func__
+        elif not isinstance(target, types.FunctionType) and hasattr(target, "__dict__"):
+            objs.extend(_attributes(target))  # a callable object: its __call__ reads them
+            call = next(
+                (vars(c)["__call__"] for c in type(target).__mro__ if "__call__" in vars(c)), None
+            )
+            if not isinstance(call, types.FunctionType) or hasattr(target, "__wrapped__"):
+                break
+            objs.extend(_reads(call, []))
+            break
         else:
             break
     target = inspect.unwrap(target) if callable(target) else target
     return _reads(target, objs)
+
+
+def _attributes(obj: Any) -> tuple:
+    """An object's own attributes (its ``__dict__``'s values), for their identities."""
+    try:
+        return tuple(vars(obj).values())
+    except TypeError:  # no __dict__ (slots)
+        return ()
 
 
 def _reads(target: Any, objs: list) -> tuple:
