@@ -579,3 +579,38 @@ def test_a_moderate_oscillation_is_still_resolved():
     assert outcomes.count(gx.Outcome.FAILED) <= 1
     # 27 before the noise probes' lattice fix, 30 now
     assert outcomes.count(gx.Outcome.PASSED) >= 28, outcomes
+
+
+def test_stairs_far_narrower_than_the_step_are_rounding_not_flatness():
+    """f rounded to a grid of 1e-9 (a smooth function printed to 9 decimals) is a
+    staircase whose stairs are far narrower than any step: the finest noise probe can
+    sit on one stair and see f exactly flat. That is rounding, not f's calm: the
+    estimate is the slope across the stairs, not the 0 of one stair (36 of 100 read 0)."""
+    rng = np.random.default_rng(0)
+    flat = outside = 0
+    for _ in range(20):
+        x = rng.uniform(-2, 2, 5)
+        r = gx.numeric_jacobian(lambda v: np.round(np.sin(v) * np.exp(v) / 1e-9) * 1e-9, x)
+        slope = (np.cos(x) + np.sin(x)) * np.exp(x)
+        d, e = np.diag(r.jacobian), np.diag(r.error)
+        flat += int(np.sum(d == 0))
+        outside += int(np.sum(np.abs(d - slope) > e))
+    assert flat <= 3 and outside <= 3
+
+
+def test_a_grown_step_takes_the_noise_its_own_stencil_sees():
+    """A float32 softmax's steps grow to a quarter of x where f's noise is low: there the
+    samples are 2.4x larger than at x and so is their rounding, which the noise probed at
+    x does not show; pooled over 100 directions, the one input's own stencil residual
+    was diluted, and an entry was 2x outside its error bar."""
+
+    def softmax32(v):
+        z = v.astype(np.float32)
+        e = np.exp(z - z.max())
+        return (e / e.sum()).astype(np.float64)
+
+    x = np.random.default_rng(104).standard_normal(100) * 2
+    r = gx.numeric_jacobian(softmax32, x)
+    s = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+    exact = np.diag(s) - np.outer(s, s)
+    assert np.all(np.abs(r.jacobian - exact) <= r.error)

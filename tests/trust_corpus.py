@@ -257,6 +257,40 @@ add(
         wrong={(0, 2)},
     )
 )
+
+
+# float32 inside a float64 function, near zeros of sin(3x): x rounds to float32's stairs
+# (~1.2e-7 wide, far narrower than the step), and the finest noise probe can sit on one
+# stair. Read as f's calm, it made the steps shrink onto the stair: slope 0 +- 0.01 for
+# 3, a right rule failed at every check. Stairs this narrow are rounding, not f's shape
+def _f32_sin3(x):
+    return np.sin(3.0 * x.astype(np.float32)).astype(np.float64)
+
+
+_X_NEAR_ZEROS = np.array([-1.0474191995284436, np.pi / 3 + 3e-4, 2 * np.pi / 3 - 7e-4, 0.52])
+_sin3_32 = _prim(_f32_sin3, lambda ans, x: lambda g: g * 3.0 * np.cos(3.0 * x))
+add(
+    TrustCase(
+        "float32_input_rounding_near_zeros",
+        "staircase",
+        lambda x: _sin3_32(x) * 1.0,
+        (_X_NEAR_ZEROS,),
+        PASSED,
+    )
+)
+_sin3_32_bad = _prim(
+    _f32_sin3, lambda ans, x: lambda g: g * 3.0 * np.cos(3.0 * x) * np.array([1, 1, 1.01, 1])
+)
+add(
+    TrustCase(
+        "float32_input_rounding_near_zeros_rule_1pct",
+        "staircase",
+        lambda x: _sin3_32_bad(x) * 1.0,
+        (_X_NEAR_ZEROS,),
+        FAILED,
+        wrong={(2, 2)},
+    )
+)
 # a small difference of large terms: (1e8 x + sin x) - 1e8 x rounds on ulp(1e8 x)
 add(
     TrustCase(

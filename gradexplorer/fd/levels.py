@@ -111,11 +111,13 @@ class StepLevels:
             q = onp.fmax(q, self.noise.quantum[None, :])
         return q
 
-    def judged(self, F, hv, idx, sigma_probe, track_sides=True):
+    def judged(self, F, hv, idx, sigma_probe, track_sides=True, own=False):
         """combine() with the stencil's own view of f: samples that a smooth
         curve through them cannot explain beyond f's probed noise (or far
-        above f's precision) mean f is not smooth at this step. Computed where
-        the samples are; only the per-entry results come back."""
+        above f's precision) mean f is not smooth at this step. With ``own``
+        (steps grown past where f's noise was probed), each entry's noise is at
+        least what its own stencil shows. Computed where the samples are; only
+        the per-entry results come back."""
         dev, xp, y0_x = self.dev, self.xp, self.y0_x
         hx, sig_p = dev.put(hv), dev.put(sigma_probe[idx])
         if not self.richardson:
@@ -127,6 +129,11 @@ class StepLevels:
         limit = dev.put(onp.maximum(8 * sigma_probe[idx], ulps))
         smooth = ~(resid > limit)
         sigma = xp.fmax(sig_p, pooled(xp.where(smooth, resid, onp.nan), xp)[None, :])
+        if own:
+            # f's rounding at samples a grown step away can exceed what the probes saw at
+            # x (float32 inside f: a softmax's entry 2.4x larger 25% of x away, its
+            # rounding too); pooled over directions, one input's own rise is diluted
+            sigma = xp.fmax(sigma, xp.where(smooth & xp.isfinite(resid), resid, 0.0))
         lvl = combine(self.scheme, F, y0_x, hx, sigma, xp)
         lvl.consistent = lvl.consistent & smooth
         lvl = dev.fields(lvl)
@@ -167,12 +174,12 @@ class StepLevels:
             cols = self.columns[active]
             hv[active] = exact_steps(self.x0[cols], hv[active], self.spacing[cols])
 
-    def _level(self, active, hv, track_sides=True):
+    def _level(self, active, hv, track_sides=True, own=False):
         """The samples at steps hv for the active directions, judged; after level 0,
         structured entries are judged with their fine-scale noise."""
         F = self.sample(active, hv[active], self.offsets)
         self.nm.include_batch_spread(self.ev.batch_spread)
-        return F, self.judged(F, hv[active], active, self.nm.later, track_sides=track_sides)
+        return F, self.judged(F, hv[active], active, self.nm.later, track_sides, own)
 
     def shrink(self) -> None:
         """Smaller steps (8x per level) where an entry is inconsistent or
@@ -251,7 +258,7 @@ class StepLevels:
         """Fold one larger-step level into the estimates (in place): taken where it is
         consistent, sharper and agrees; a flat entry that moves on both sides is a stair."""
         est, err, kink = self.est, self.err, self.sides.kink
-        F, lvl = self._level(active, hg, track_sides=False)
+        F, lvl = self._level(active, hg, track_sides=False, own=True)
         better = lvl.consistent & (lvl.err < err[active]) & (lvl.trunc <= BALANCE * lvl.noise)
         better &= self._same_curvature(F, active, hg)
         # at a kink, or where f has structure finer than the step (stairs, a fast
