@@ -120,8 +120,11 @@ def _inconclusive(ctx: FastContext, wrong: list, unresolved: int, failing) -> st
     inconclusive (a projection that failed on entries FD cannot resolve is no pass)."""
     if wrong:
         return ""
-    if ctx.fallback is not None and ctx.fallback.outcome is Outcome.INCONCLUSIVE:
-        return f"fell back to the full check, which is inconclusive: {ctx.fallback.inconclusive}"
+    if ctx.fallback is not None:  # the full check judged every entry: its verdict stands
+        full = ctx.fallback
+        if full.outcome is Outcome.INCONCLUSIVE:
+            return f"fell back to the full check, which is inconclusive: {full.inconclusive}"
+        return ""
     if unresolved == N_PROJECTIONS and failing is None:
         return (
             "no random projection could be resolved by finite differences (f is too uneven "
@@ -241,6 +244,10 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
             num_err, rt, magnitude, ctx.atol
         ):
             failing = failing or (u, jd)
+        elif num_err > _typical_term(r * d):
+            # it passes, but an error as large as a typical entry's share would pass too
+            # (a float32 softmax: 4x): no projection to vouch for single entries
+            unresolved += 1
         if forward_ok:  # forward mode, where JVP rules exist: every row of J d at once
             try:
                 jv = ctx.jvp(d)
@@ -260,6 +267,14 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
         if failing is not None and not forward_ok:
             break  # one failing projection is enough to start locating
     return failing, unresolved, entries
+
+
+def _typical_term(terms: onp.ndarray) -> float:
+    """The size of a typical term of a projection's sum, each weighted by its own
+    size (a few large terms among many zeros are what is typical)."""
+    a = onp.abs(terms[onp.isfinite(terms)])
+    total = float(a.sum())
+    return float((a * a).sum()) / total if total > 0 else 0.0
 
 
 def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry]:

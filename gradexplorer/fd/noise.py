@@ -353,4 +353,31 @@ def probe_noise(
     # a kink 2e-8 from x is "noise" to the fine probe alone, and no reason for steps to
     # stop shrinking short of it
     coarse = onp.where(onp.isfinite(persistent), onp.fmax(coarse, persistent), coarse)
+    q = model.quantum
+    if q is not None and q.any():
+        moved = onp.zeros(q.shape, bool)
+        for vals in samples:
+            moved |= host(_moved(vals, y0_x, xp))
+        model = model.with_quantum(onp.fmax(q, flat_on_grid(q, moved, y0)))
     return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev
+
+
+def flat_on_grid(q: onp.ndarray, moved: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
+    """The grid spacing of outputs that never moved, where every output that moved
+    lies on the grid of one narrower float format (float32 inside f, cast to
+    float64: a float32 tanh saturated at exactly 1.0 is flat, though its ideal
+    slope is 4e-7; slopes it cannot show are below one float32 step of its value).
+
+    >>> flat_on_grid(onp.array([2.0**-23, 0.0]), onp.array([True, False]), onp.array([1.5, -1.0]))
+    array([0.00000000e+00, 1.19209290e-07])
+    """
+    with onp.errstate(all="ignore"):
+        exponent = onp.floor(onp.log2(onp.abs(y0)))
+        bits = exponent - onp.log2(onp.where(q > 0, q, onp.nan))  # mantissa bits held
+    flat = ~moved & onp.isfinite(exponent)
+    if not (moved.any() and flat.any()) or not onp.all(q[moved] > 0):
+        return onp.zeros(q.shape)
+    held = bits[moved]
+    if not onp.all(onp.isfinite(held)) or held.max() - held.min() > 1:
+        return onp.zeros(q.shape)  # no one format: nothing to infer
+    return onp.where(flat, 2.0 ** (exponent - held.max()), 0.0)
