@@ -278,30 +278,23 @@ def test_fast_mode_does_not_pass_what_its_fallback_found_inconclusive(seed):
         assert "full check" in r.inconclusive and r.unresolved, str(r)
 
 
-def _softmax32_with_rule():
+def test_fast_mode_whose_fallback_passed_is_not_inconclusive():
+    """A float32 softmax of 50 inputs: neither projection can be resolved (their FD
+    errors exceed the sums they project), so the fast check falls back on the full
+    check, which passes. It was reported inconclusive ("the full check is too large to
+    fall back on") for having had no projection resolved, though the full check ran."""
+
     def softmax32(x):
         z = x.astype(np.float32)
         e = np.exp(z - z.max())
         return (e / e.sum()).astype(np.float64)
 
-    def vjp(ans, x):
-        return lambda g: g @ (np.diag(ans) - np.outer(ans, ans))
-
     f = gx.primitive(softmax32)
-    gx.defvjp(f, vjp)
-    return f
-
-
-def test_fast_mode_falls_back_where_its_projections_are_too_blunt_for_one_entry():
-    """A float32 softmax of 100 inputs: a projection's FD error was 4x a typical term of
-    its sum, so it passed, and would have passed a whole entry's error too. Such a
-    projection vouches for nothing: the fast check falls back on the full check (and
-    says so), whose verdict stands; it is not inconclusive for having fallen back."""
-    f = _softmax32_with_rule()
-    x = np.random.default_rng(103).standard_normal(100) * 2
-    r = gx.check_grads(f, x, rng=3, mode="fast")
+    gx.defvjp(f, lambda ans, x: lambda g: g @ (np.diag(ans) - np.outer(ans, ans)))
+    x = np.random.default_rng(122).standard_normal(50) * 2
+    r = gx.check_grads(f, x, rng=22, mode="fast")
+    assert any("no projection could be resolved" in n for n in r.notes), r.notes
     assert r.outcome is gx.Outcome.PASSED, str(r)
-    assert any("fell back to the full check" in n for n in r.notes), r.notes
 
 
 def test_several_outputs_are_stacked_rows():
@@ -520,22 +513,3 @@ def test_a_vjp_with_an_offset_is_not_linear_whatever_the_draw():
         report = gx.check_grads(g, x, rng=seed)
         assert report.outcome is gx.Outcome.FAILED, (seed, report)
         assert any("not linear in its cotangent" in n for n in report.notes), (seed, report)
-
-
-def _tanh32(slope_rule):
-    f = gx.primitive(lambda x: np.tanh(2.0 * x.astype(np.float32)).astype(np.float64))
-    gx.defvjp(f, lambda ans, x: lambda g: g * slope_rule(x))
-    return f
-
-
-def test_a_float32_output_saturated_flat_is_known_to_float32_steps():
-    """tanh(2x) in float32 is exactly 1.0 at x = 4.2: flat, though its ideal slope is
-    4e-7. Its neighbours move on float32's grid, so the flat output is taken to be on it
-    too: slopes below one float32 step over the FD step cannot be seen (a right rule was
-    "wrong" by 5e6 violations). A slope that would move it by stairs is still seen."""
-    x = np.array([4.1839, -4.3544, 0.3, 1.0, -0.7])
-    ideal = lambda v: 2.0 / np.cosh(2.0 * v) ** 2  # noqa: E731
-    assert gx.check_grads(_tanh32(ideal), x, rng=0).outcome is gx.Outcome.PASSED
-    bad = _tanh32(lambda v: ideal(v) + np.where(np.arange(v.size) == 0, 1e-3, 0.0))
-    r = gx.check_grads(bad, x, rng=0)
-    assert r.outcome is gx.Outcome.FAILED and [e.label for e in r.mismatches] == ["y[0] / x[0]"]

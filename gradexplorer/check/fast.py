@@ -244,10 +244,7 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
             num_err, rt, magnitude, ctx.atol
         ):
             failing = failing or (u, jd)
-        elif num_err > _typical_term(r * d):
-            # it passes, but an error as large as a typical entry's share would pass too
-            # (a float32 softmax: 4x): no projection to vouch for single entries
-            unresolved += 1
+
         if forward_ok:  # forward mode, where JVP rules exist: every row of J d at once
             try:
                 jv = ctx.jvp(d)
@@ -267,14 +264,6 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
         if failing is not None and not forward_ok:
             break  # one failing projection is enough to start locating
     return failing, unresolved, entries
-
-
-def _typical_term(terms: onp.ndarray) -> float:
-    """The size of a typical term of a projection's sum, each weighted by its own
-    size (a few large terms among many zeros are what is typical)."""
-    a = onp.abs(terms[onp.isfinite(terms)])
-    total = float(a.sum())
-    return float((a * a).sum()) / total if total > 0 else 0.0
 
 
 def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry]:

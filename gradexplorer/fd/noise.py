@@ -171,6 +171,17 @@ def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
 
 
 @fusable()
+def _on_narrow_grid(vals, y0, xp=onp):
+    """Per output, whether f's values (and f at the point) are all float32 numbers:
+    f computed in float32 (or narrower) and returned wider."""
+    vals = xp.concatenate([vals, y0[None, :]], axis=0)
+    finite = xp.isfinite(vals)
+    narrow = vals.astype(onp.float32).astype(vals.dtype) if xp is onp else xp.round_float32(vals)
+    same = narrow == vals
+    return xp.all(same | ~finite, axis=0)
+
+
+@fusable()
 def _moved(vals, y0, xp=onp):
     """Per output, whether any sample differs from f at the point."""
     return xp.any(vals != y0[None, :], axis=0)
@@ -336,12 +347,13 @@ def probe_noise(
         samples.append(vals)
         sigma = onp.where(onp.isfinite(sigma), sigma, 0.0)
         if level == 2:
-            # f exactly flat across the finest probe, which the fine one saw move: stairs
-            # wider than the finest probe but far narrower than the step (float32 inside
-            # f rounds x to stairs ~1e-7 wide: sin(3x)'s derivative read 0 +- 0.01 for
-            # 3). Rounding, not f's shape: this reading is no calm. Stairs the fine probe
-            # cannot cross either (round(x, 3)) stay f's shape: flat inside a stair
-            noisy &= host(_moved(vals, y0_x, xp))
+            # f exactly flat across the finest probe, which the fine one saw move, and every
+            # value f took on a narrower float's grid: float32 inside f, which rounds x to
+            # stairs ~1e-7 wide (sin(3x)'s derivative read 0 +- 0.01 for 3). Rounding, not
+            # f's shape: this reading is no calm. Stairs of f's own making (round(x, 7),
+            # whose values are no float32's) stay f's shape: flat inside a stair
+            rounding = host(_on_narrow_grid(xp.concatenate(samples, axis=0), y0_x, xp))
+            noisy &= host(_moved(vals, y0_x, xp)) | ~rounding
         finer = noisy & (sigma < fine)
         depth = onp.where(finer, level, depth)  # how deep f had to be probed to calm down
         fine = onp.where(finer, sigma, fine)
@@ -353,31 +365,4 @@ def probe_noise(
     # a kink 2e-8 from x is "noise" to the fine probe alone, and no reason for steps to
     # stop shrinking short of it
     coarse = onp.where(onp.isfinite(persistent), onp.fmax(coarse, persistent), coarse)
-    q = model.quantum
-    if q is not None and q.any():
-        moved = onp.zeros(q.shape, bool)
-        for vals in samples:
-            moved |= host(_moved(vals, y0_x, xp))
-        model = model.with_quantum(onp.fmax(q, flat_on_grid(q, moved, y0)))
     return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev
-
-
-def flat_on_grid(q: onp.ndarray, moved: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
-    """The grid spacing of outputs that never moved, where every output that moved
-    lies on the grid of one narrower float format (float32 inside f, cast to
-    float64: a float32 tanh saturated at exactly 1.0 is flat, though its ideal
-    slope is 4e-7; slopes it cannot show are below one float32 step of its value).
-
-    >>> flat_on_grid(onp.array([2.0**-23, 0.0]), onp.array([True, False]), onp.array([1.5, -1.0]))
-    array([0.00000000e+00, 1.19209290e-07])
-    """
-    with onp.errstate(all="ignore"):
-        exponent = onp.floor(onp.log2(onp.abs(y0)))
-        bits = exponent - onp.log2(onp.where(q > 0, q, onp.nan))  # mantissa bits held
-    flat = ~moved & onp.isfinite(exponent)
-    if not (moved.any() and flat.any()) or not onp.all(q[moved] > 0):
-        return onp.zeros(q.shape)
-    held = bits[moved]
-    if not onp.all(onp.isfinite(held)) or held.max() - held.min() > 1:
-        return onp.zeros(q.shape)  # no one format: nothing to infer
-    return onp.where(flat, 2.0 ** (exponent - held.max()), 0.0)
