@@ -120,11 +120,9 @@ def _inconclusive(ctx: FastContext, wrong: list, unresolved: int, failing) -> st
     inconclusive (a projection that failed on entries FD cannot resolve is no pass)."""
     if wrong:
         return ""
-    if ctx.fallback is not None:  # the full check judged every entry: its verdict stands
-        full = ctx.fallback
-        if full.outcome is Outcome.INCONCLUSIVE:
-            return f"fell back to the full check, which is inconclusive: {full.inconclusive}"
-        return ""
+    if (full := ctx.fallback) is not None:  # it judged every entry: its verdict stands
+        why = full.inconclusive if full.outcome is Outcome.INCONCLUSIVE else ""
+        return why and f"fell back to the full check, which is inconclusive: {why}"
     if unresolved == N_PROJECTIONS and failing is None:
         return (
             "no random projection could be resolved by finite differences (f is too uneven "
@@ -244,7 +242,6 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
             num_err, rt, magnitude, ctx.atol
         ):
             failing = failing or (u, jd)
-
         if forward_ok:  # forward mode, where JVP rules exist: every row of J d at once
             try:
                 jv = ctx.jvp(d)
