@@ -109,7 +109,8 @@ def _kept(call: Call) -> tuple:
 
 
 def _rebound(f: Callable, kept: tuple, args: tuple) -> Call:
-    """The kept call of f with these arguments (each one array, as when it was kept)."""
+    """The kept call of f with these arguments (of the structures, shapes and dtypes it
+    was kept for), sharing the kept call's memo."""
     meta, single, container, memo = kept
     selected = [
         Selected(slot, name, position, tree, _leaves(args[slot], tree), specs, constants)

@@ -271,7 +271,7 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
 
     def eager() -> Any:
         F = _rebuild(_ref(call.f), skeleton)(dynamic)
-        return body(F, diff, () if extra_tree is None else unflatten(extra_tree, extra_leaves))
+        return body(F, diff, _extra(extra_tree, extra_leaves))
 
     entries = _entries(call.f) if hashable else None
     if entries is None:
@@ -279,12 +279,11 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
     pins = _fingerprint(call.f)
     shortcut = _shortcut(call, key, extra_leaves)
     kept = None if shortcut is None else call.memo.get(shortcut, _dead)()
-    if kept is not None and len(kept.pins) == len(pins):
-        if all(a is b for a, b in zip(kept.pins, pins)):
-            return kept.fn(diff, dynamic, extra_leaves), kept.info
+    if kept is not None and _same(kept.pins, pins):
+        return kept.fn(diff, dynamic, extra_leaves), kept.info
     full = (key, skeleton, tuple(id(p) for p in pins), _signature(diff + dynamic + extra_leaves))
     entry = entries.get(full)
-    if entry is not None and all(a is b for a, b in zip(entry.pins, pins)):
+    if entry is not None and _same(entry.pins, pins):
         entries.move_to_end(full)
         if entry.fn is None:
             return eager()
@@ -295,8 +294,7 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
     make = _rebuild(_ref(call.f), skeleton)
 
     def program(diff, dynamic, extra_leaves):
-        extra = () if extra_tree is None else unflatten(extra_tree, extra_leaves)
-        out, entry.info = body(make(dynamic), diff, extra)
+        out, entry.info = body(make(dynamic), diff, _extra(extra_tree, extra_leaves))
         return out
 
     jitted = jax.jit(program)
@@ -309,6 +307,16 @@ def run(call: Any, key: tuple, body: Callable, extra: Any = ()) -> tuple[Any, An
     while len(entries) > PER_FUNCTION:
         entries.popitem(last=False)
     return out, entry.info
+
+
+def _extra(tree: Any, leaves: list) -> Any:
+    """The body's further inputs rebuilt (``()`` where there were none)."""
+    return () if tree is None else unflatten(tree, leaves)
+
+
+def _same(held: tuple, pins: tuple) -> bool:
+    """The very objects f read when its program was built (identity, not equality)."""
+    return len(held) == len(pins) and all(a is b for a, b in zip(held, pins))
 
 
 def _shortcut(call: Any, key: tuple, extra_leaves: list) -> tuple | None:
