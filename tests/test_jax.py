@@ -86,6 +86,17 @@ def test_jitted_function_is_checked_like_the_plain_one():
     assert gx.check_grads(f, x, W).passed
 
 
+@pytest.mark.parametrize("wrap", [jax.jit, jax.checkpoint], ids=["jit", "checkpoint"])
+def test_locate_opens_jit_and_checkpoint(wrap):
+    """jax.checkpoint's primitive (``remat2``) holds a bare jaxpr, jit's a closed one:
+    both are opened, so the wrong custom_vjp inside is named, not the wrapper."""
+    x = jnp.array([0.3, -1.2, 0.8])
+    W = jnp.array(np.random.default_rng(0).standard_normal((2, 3)))
+    loc = gx.locate(lambda x, W: jnp.sum(wrap(jc.uses_wrong_vjp)(x, W)), x, W)
+    assert loc.culprit.name == "softplus_wrong"
+    assert "dot_general" in [n.name for n in loc.nodes]
+
+
 def test_wrong_custom_jvp_is_named():
     x = jnp.linspace(-1.0, 1.0, 3)
     assert not gx.check_grads(jc.uses_wrong_jvp, x).passed
@@ -183,3 +194,18 @@ def test_a_pullback_that_cannot_be_mapped_runs_row_by_row():
         assert not tr._stackable
         np.testing.assert_allclose(np.asarray(rows[0]), np.diag(np.cos(np.asarray(x))))
         assert gx.check_grads(clipped, x).passed
+
+
+@pytest.mark.parametrize("make_key", [jax.random.key, jax.random.PRNGKey], ids=["typed", "uint32"])
+def test_a_random_key_argument_is_held_constant(make_key):
+    """A dropout-like loss taking its key: the key (typed, ``jax.random.key``, or a
+    legacy uint32 array) is held constant and named, never converted by force."""
+
+    def loss(a, key):
+        keep = jax.random.bernoulli(key, 0.5, a.shape)
+        return jnp.sum(jnp.tanh(a) * keep)
+
+    x = jnp.asarray(np.random.default_rng(1).standard_normal(4))
+    report = gx.check_grads(loss, x, make_key(0))
+    assert report.passed, report
+    assert [name for name, _ in report.not_checked] == ["key"]

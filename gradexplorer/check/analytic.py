@@ -42,10 +42,9 @@ class Reverse:
     trace: object
     #: relative precision the rule earns by disagreeing with itself (0: exact)
     precision: float
-    #: a random cotangent u, vjp(u), u·A and where they disagree beyond round-off
-    u: onp.ndarray
-    ru: onp.ndarray
-    uA: onp.ndarray
+    #: random cotangents as ``(u, vjp(u), u·A)`` (signs opposite coordinate by
+    #: coordinate) and the columns where the rule disagrees with itself beyond round-off
+    probes: tuple
     suspect: onp.ndarray  # (n,) bool
     #: per column, the spread of repeated backward passes (None: deterministic)
     jitter: onp.ndarray | None
@@ -73,13 +72,17 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
         analytic_ready(A)
     notes: list[str] = []
     col_eps = eps.max(axis=0)
-    lin_ratio, lin_rel, (u, ru) = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
-    with onp.errstate(all="ignore"):
-        uA = u @ A
-        unit_gap = onp.abs(ru - uA) / (
-            256 * col_eps * (onp.abs(u) @ onp.abs(A) + onp.abs(ru)) + onp.finfo(float).tiny
-        )
-    suspect = (lin_ratio > 1) | (unit_gap > 1)
+    lin_ratio, lin_rel, pairs = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
+    suspect = lin_ratio > 1
+    probes = []
+    for u, ru in pairs:
+        with onp.errstate(all="ignore"):
+            uA = u @ A
+            unit_gap = onp.abs(ru - uA) / (
+                256 * col_eps * (onp.abs(u) @ onp.abs(A) + onp.abs(ru)) + onp.finfo(float).tiny
+            )
+        suspect |= unit_gap > 1
+        probes.append((u, ru, uA))
     precision = rule_precision(lin_ratio, lin_rel)
     if precision:
         notes.append(precision_note(opts.rule_name, precision, "cotangent"))
@@ -87,5 +90,15 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     if jitter_note:
         notes.append(jitter_note)
     return Reverse(
-        A, y, vjp, tr, precision, u, ru, uA, suspect, jitter, jitter_rel, m + 3 + RUNS + 1, notes
+        A,
+        y,
+        vjp,
+        tr,
+        precision,
+        tuple(probes),
+        suspect,
+        jitter,
+        jitter_rel,
+        m + 3 + RUNS + 1,
+        notes,
     )

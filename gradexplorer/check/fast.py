@@ -168,7 +168,7 @@ def _linearity(ctx: FastContext, opts: Options):
     differences confirm that the random-cotangent VJP is wrong. An adaptive
     rule (inexact everywhere, slightly) is judged to the precision it shows."""
     m, n = ctx.y0.size, ctx.x0.size
-    lin, lin_rel, (u_l, ru_l) = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
+    lin, lin_rel, probes = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
     precision = rule_precision(lin, lin_rel)
     slack = 0.0
     if precision:
@@ -182,7 +182,7 @@ def _linearity(ctx: FastContext, opts: Options):
     # few of a million coordinates); those only the projections would see
     suspects = onp.flatnonzero(lin > CLEARLY_NONLINEAR)[: ctx.budget]
     if suspects.size:
-        entries = _nonlinear_entries(ctx, u_l, ru_l, suspects)
+        entries = _nonlinear_entries(ctx, probes, suspects)
         if entries:
             ctx.notes.append(
                 f"the VJP is not linear in its cotangent at {len(entries)} input entr"
@@ -318,8 +318,8 @@ def _same_as_reverse(ctx: FastContext, u, jv, r, d, failing) -> bool:
     return same
 
 
-def _nonlinear_entries(ctx: FastContext, u, ru, columns) -> list[Entry]:
-    """Columns where vjp(u) for a random u disagrees with uᵀ·(FD column)."""
+def _nonlinear_entries(ctx: FastContext, probes, columns) -> list[Entry]:
+    """Columns where vjp(u) for a random u (either probe) disagrees with uᵀ·(FD column)."""
     from ..fd.directional import exact_steps
 
     p = ctx.p
@@ -342,13 +342,18 @@ def _nonlinear_entries(ctx: FastContext, u, ru, columns) -> list[Entry]:
     for t, j in enumerate(columns):
         est, err = res.est[t], res.err[t]
         ok = onp.isfinite(err)
-        num = float(u[ok] @ est[ok])
-        e = float(onp.abs(u[ok]) @ err[ok])
-        tol = allowed(e, rt, max(abs(num), abs(ru[j])), ctx.atol)
-        if ok.all() and abs(ru[j] - num) > tol:
+        if not ok.all():
+            continue
+        worst = None
+        for u, ru in probes:
+            num, e = float(u @ est), float(onp.abs(u) @ err)
+            tol = allowed(e, rt, max(abs(num), abs(ru[j])), ctx.atol)
+            if abs(ru[j] - num) > tol and (worst is None or abs(ru[j] - num) / tol > worst[3]):
+                worst = (ru[j], num, e, abs(ru[j] - num) / tol)
+        if worst is not None:
             out.append(
                 make_entry(
-                    p.rows, p.cols, -1, j, ru[j], num, e, abs(ru[j] - num) / tol,
+                    p.rows, p.cols, -1, j, *worst,
                     kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
                     summary="VJP not linear in its cotangent",
                 )

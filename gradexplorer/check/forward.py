@@ -68,7 +68,7 @@ def judge_forward(
     notes = fwd.notes
     eps = p.eps_matrix()
     ngrad = 3
-    jvp_ratio, jvp_rel, (d, jd_rand) = linearity_gap(
+    jvp_ratio, jvp_rel, probes = linearity_gap(
         jvp_rule(p), p.n, p.m, opts.gen, float, eps.max(axis=1)
     )
     precision = max(rule_precision(jvp_ratio, jvp_rel), rev.precision if fwd.fallback_ops else 0.0)
@@ -104,10 +104,8 @@ def judge_forward(
             "entr" + ("y" if len(entries) == 1 else "ies") + " where reverse mode (VJP) "
             "is right: a defjvp rule is wrong."
         )
-    # the rows' own round-off (measured at nearby points) along d, as for every entry
-    roundoff = onp.abs(jd.wobble) @ onp.abs(d)
     entries += _nonlinear_jvp(
-        p, jvp_ratio, d, jd_rand, N, E, rtol, jd.atol + roundoff, precision, notes
+        p, jvp_ratio, probes, N, E, rtol, jd.atol, jd.wobble, precision, notes
     )
     if fwd.fallback_ops:
         ops = fwd.fallback_ops
@@ -146,19 +144,21 @@ def _jvp_entry(p, J, N, E, Vf, verdicts, i, j) -> Entry:
     )
 
 
-def _nonlinear_jvp(p, ratio, d, jd, N, E, rtol, atol, precision, notes) -> list[Entry]:
-    """Rows where a random tangent's JVP disagrees with the finite differences
-    while the JVP is not linear in its tangent."""
-    with onp.errstate(all="ignore"):
-        num_d = onp.where(onp.isfinite(N), N, 0.0) @ d
-        err_d = onp.where(onp.isfinite(E), E, onp.inf) @ onp.abs(d)
-    v_jvp = judge(
-        jd,
-        num_d,
-        err_d,
-        rtol.max(axis=1),
-        atol + precision * float(onp.max(onp.abs(jd), initial=0.0)),
-    )
+def _nonlinear_jvp(p, ratio, probes, N, E, rtol, atol, wobble, precision, notes) -> list[Entry]:
+    """Rows where a random tangent's JVP (either probe: the one furthest from the
+    finite differences) disagrees with them while the JVP is not linear in its tangent."""
+    judged = []
+    for d, jd in probes:
+        with onp.errstate(all="ignore"):
+            num_d = onp.where(onp.isfinite(N), N, 0.0) @ d
+            err_d = onp.where(onp.isfinite(E), E, onp.inf) @ onp.abs(d)
+        # the rows' own round-off (measured at nearby points) along d, as for every entry
+        roundoff = onp.abs(wobble) @ onp.abs(d)
+        allowance = atol + roundoff + precision * float(onp.max(onp.abs(jd), initial=0.0))
+        judged.append((judge(jd, num_d, err_d, rtol.max(axis=1), allowance), jd, num_d, err_d))
+    stacked = [onp.stack(c) for c in zip(*judged)]
+    worst = onp.argmax(onp.nan_to_num(stacked[0], nan=-1.0), axis=0)
+    v_jvp, jd, num_d, err_d = (c[worst, onp.arange(c.shape[1])] for c in stacked)
     bad_rows = onp.flatnonzero((ratio > 1) & (v_jvp > 1))
     if not bad_rows.size:
         return []

@@ -150,7 +150,7 @@ def settle_with_taylor(p: Problem, A, est: Estimates, verdicts, opts: Options, f
     # along columns that need it, away from kinks (f must be differentiable along v)
     support = onp.any(unresolved, axis=0) & ~onp.any(est.kink, axis=0)
     blocks, nfev = taylor_blocks(
-        p.evaluate_one,
+        p.evaluator,
         p.x0,
         est.y0,
         lambda v: safe_A @ v,

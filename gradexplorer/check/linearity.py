@@ -24,18 +24,19 @@ def nonlinear_vjp(
     p: Problem, rev: Reverse, est: Estimates, jd: Judgement, opts: Options, notes: list[str]
 ) -> list[Entry]:
     """Entries (row -1) for the input columns where the VJP is not linear."""
-    u, ru, N, E = rev.u, rev.ru, est.N, jd.E
-    with onp.errstate(all="ignore"):
-        num = u @ onp.where(onp.isfinite(N), N, 0.0)
-        err = onp.abs(u) @ onp.where(onp.isfinite(E), E, onp.inf)
+    N, E = est.N, jd.E
     slack = float(onp.max(solver_slack(est.noise), initial=0.0)) * bool(rev.precision)
-    v_lin = judge(
-        ru,
-        num,
-        err,
-        jd.rtol.max(axis=0),
-        jd.atol + (rev.precision + slack) * float(onp.max(onp.abs(ru), initial=0.0)),
-    )
+    # each column judged at the cotangent where the rule is furthest from the FD
+    judged = []
+    for u, ru, uA in rev.probes:
+        with onp.errstate(all="ignore"):
+            num = u @ onp.where(onp.isfinite(N), N, 0.0)
+            err = onp.abs(u) @ onp.where(onp.isfinite(E), E, onp.inf)
+        atol = jd.atol + (rev.precision + slack) * float(onp.max(onp.abs(ru), initial=0.0))
+        judged.append((judge(ru, num, err, jd.rtol.max(axis=0), atol), ru, num, err, uA))
+    stacked = [onp.stack(c) for c in zip(*judged)]
+    worst = onp.argmax(onp.nan_to_num(stacked[0], nan=-1.0), axis=0)
+    v_lin, ru, num, err, uA = (c[worst, onp.arange(c.shape[1])] for c in stacked)
     bad = onp.flatnonzero(rev.suspect & (v_lin > 1))
     if not bad.size:
         return []
@@ -63,7 +64,7 @@ def nonlinear_vjp(
             verdict=Verdict.WRONG,
             summary=(
                 f"{rule} not linear in its cotangent: a random cotangent u gives "
-                f"{ru[j]:.6g}, u·(its unit-cotangent rows) gives {rev.uA[j]:.6g}"
+                f"{ru[j]:.6g}, u·(its unit-cotangent rows) gives {uA[j]:.6g}"
             ),
         )
         for j in bad[:50]

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as onp
 
+from .judging import FD_SAFETY
 from .report import Outcome, format_fd_error, plural
 
 __all__ = ["headline", "status", "text", "html_report", "OUTCOME_COLOURS"]
@@ -118,8 +119,10 @@ def text(r: Any) -> str:
         if extra is not None:
             lines.extend(f"  {ln}" for ln in extra.lines())
     lines.append(
-        "  tolerance per entry: |analytic - numeric| <= FD error estimate"
-        f" + {r.rtol:.1e}·|value|" + (f" + {r.atol:.1e}" if r.atol else "")
+        f"  tolerance per entry: |analytic - numeric| <= {FD_SAFETY:g}·FD error"
+        f" + {r.rtol:.1e}·|value|"
+        + (f" + {r.atol:.1e}" if r.atol else "")
+        + " (+ the analytic side's round-off where measured)"
     )
     return "\n".join(lines)
 

@@ -95,16 +95,21 @@ def linearity_gap(rule, size_in: int, size_out: int, gen, dtype, eps):
     """Per output coordinate of ``rule``, ``|rule(a·u + b·v) - a·rule(u) - b·rule(v)|``
     divided by its round-off allowance (> 1: the rule is not linear there).
 
-    Returns ``(ratio, relative_gap, (u, rule(u)))`` so callers can compare
-    ``rule(u)`` too; ``relative_gap`` is the gap over the values' size.
+    Returns ``(ratio, relative_gap, ((u, rule(u)), (v, rule(v))))`` so callers can
+    compare the rule at both probes with finite differences too; ``relative_gap``
+    is the gap over the values' size. Every coordinate of ``v`` has the sign
+    opposite to ``u``'s: a rule that treats its argument's sign differently
+    (``g.clamp(min=0)``, ``abs(g)``) is right at one of them and wrong at the
+    other, also for a scalar cotangent, which one random draw would leave to chance.
 
     A linear map sends 0 to exactly 0, an adaptive solver's too (an ODE adjoint
     or a conjugate gradient started from zero stays there): where ``rule(0)`` is
     a finite nonzero, the rule adds a term not multiplied by its argument, and both
     ratios are infinite there (never the small, broad gap of a solver's tolerance).
     """
-    u = gen.standard_normal(size_in).astype(dtype)
-    v = gen.standard_normal(size_in).astype(dtype)
+    u = gen.standard_normal(size_in)
+    v = (-onp.sign(u) * onp.abs(gen.standard_normal(size_in))).astype(dtype)
+    u = u.astype(dtype)
     a, b = 0.75, -1.25  # exact in binary: the combination adds no rounding of its own
     ru, rv, ruv = rule(u), rule(v), rule(a * u + b * v)
     at_zero = rule(onp.zeros(size_in, dtype))
@@ -115,7 +120,8 @@ def linearity_gap(rule, size_in: int, size_out: int, gen, dtype, eps):
     with onp.errstate(invalid="ignore", divide="ignore"):
         ratio = onp.where(allowed > 0, gap / allowed, onp.where(gap > 0, onp.inf, 0.0))
         rel = onp.where(size > 0, gap / size, onp.where(gap > 0, onp.inf, 0.0))
-    return onp.where(offset, onp.inf, ratio), onp.where(offset, onp.inf, rel), (u, ru)
+    probes = ((u, ru), (v, rv))
+    return onp.where(offset, onp.inf, ratio), onp.where(offset, onp.inf, rel), probes
 
 
 def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:

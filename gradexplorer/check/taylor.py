@@ -126,7 +126,7 @@ class TaylorResult:
 
 
 def taylor_blocks(
-    evaluate_one: Callable[[onp.ndarray], onp.ndarray],
+    evaluate: Callable[[onp.ndarray], onp.ndarray],
     x0: onp.ndarray,
     y0: onp.ndarray,
     jvp: Callable[[onp.ndarray], onp.ndarray],
@@ -143,8 +143,10 @@ def taylor_blocks(
 ) -> tuple[list[TaylorBlock], int]:
     """The Taylor test of each block (or of ``which``: ``{(output, input)}``).
 
-    ``jvp(v)`` is the analytic J v; ``steps`` the FD base steps per input
-    coordinate (v is scaled like them); ``floor`` f's rounding per output;
+    ``evaluate(X)`` is f at each row of X (a row of NaN where f raises: a step
+    across its domain's edge); ``jvp(v)`` is the analytic J v; ``steps`` the FD
+    base steps per input coordinate (v is scaled like them); ``floor`` f's
+    rounding per output;
     ``support`` (a mask over the input coordinates) where v may move: f must
     be differentiable along it (a kink makes any remainder first order).
     """
@@ -164,7 +166,7 @@ def taylor_blocks(
             v = onp.zeros(x0.size)
             v[moves] = gen.standard_normal(int(moves.sum())) * steps[moves] / base
             jv = onp.asarray(jvp(v), dtype=float)
-            ys = onp.array([evaluate_one(x0 + h * v) for h in hs])
+            ys = onp.asarray(evaluate(x0[None, :] + hs[:, None] * v[None, :]), dtype=float)
             nfev += hs.size
             samples.append(ys)
             with onp.errstate(all="ignore"):
@@ -307,7 +309,7 @@ def taylor_test(
         noise, n_probe = probe_noise(p.evaluator, x0, y0, steps, p.spacing(), out_eps, rng=gen)
         floor = NOISE_SIGMAS * noise.level0
         blocks, nfev = taylor_blocks(
-            p.evaluate_one, x0, y0, jvp, p.rows, p.cols, steps, floor, gen,
+            p.evaluator, x0, y0, jvp, p.rows, p.cols, steps, floor, gen,
             directions=directions, out_eps=out_eps,
         )  # fmt: skip
     return TaylorResult(tuple(blocks), p.name, nfev + n_probe + 1)

@@ -43,9 +43,12 @@ def cast(x: Any, dtype: str) -> Any:
 
 
 def to_numpy(x: Any) -> Any:
-    """A jax array as a fresh numpy array (bfloat16 via float32); others pass through."""
+    """A jax array as a fresh numpy array (bfloat16 via float32; a typed PRNG key,
+    ``jax.random.key``, as its key data); others pass through."""
     if not isinstance(x, jax.Array):
         return x
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        x = jax.random.key_data(x)
     a = onp.array(x, copy=True)
     if a.dtype.kind == "V" or dtype_name(a) == "bfloat16":
         a = a.astype(onp.float32)

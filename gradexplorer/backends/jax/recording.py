@@ -37,7 +37,8 @@ _LIBRARIES = (
 )
 #: Primitives whose derivative is zero by declaration: no gradient flows back.
 _STOPS = ("stop_gradient",)
-_OPENED = ("jit", "pjit", "closed_call", "core_call", "remat", "checkpoint")
+# ("remat2": jax.checkpoint's primitive since jax 0.4; "checkpoint" and "remat" before)
+_OPENED = ("jit", "pjit", "closed_call", "core_call", "remat", "remat2", "checkpoint")
 
 
 def _bind_params(eqn) -> dict:
@@ -134,9 +135,10 @@ def _walk(jaxpr, consts, args, traced_in, env_records, records, visit):
         is_traced = [type(v).__name__ != "Literal" and v in traced for v in eqn.invars]
         sources = [producer.get(v) if type(v).__name__ != "Literal" else None for v in eqn.invars]
         if eqn.primitive.name in _OPENED and "jaxpr" in eqn.params and any(is_traced):
-            inner = eqn.params["jaxpr"]
+            inner = eqn.params["jaxpr"]  # a ClosedJaxpr (jit), or a bare Jaxpr (remat2)
+            body, consts = getattr(inner, "jaxpr", inner), getattr(inner, "consts", ())
             outs, out_traced, out_src = _walk(
-                inner.jaxpr, inner.consts, invals, is_traced, sources, records, visit
+                body, consts, invals, is_traced, sources, records, visit
             )
         else:
             outs, out_traced, out_src = visit(eqn, invals, is_traced, sources)
