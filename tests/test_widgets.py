@@ -858,3 +858,31 @@ def test_hand_over_waits_for_the_iopub_thread(monkeypatch):
     assert ran == ["sent"]
     shell.kernel.iopub_thread = None  # no IOPub thread: a short pause, no error
     hand_over()
+
+
+def test_one_verdict_with_check_grads_on_float32_torch_and_jax(explorer):
+    """The explorer's float64 is check_grads' default: every float input promoted
+    (W, not only the explored x) and jax in 64-bit mode. Before, torch float32
+    tensors met float64 ones (a dtype error) and jax was checked in float32, so a
+    rule off by 1e-6 passed in the explorer and failed in check_grads."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    x, W = torch.randn(3, generator=gen), torch.randn(3, 3, generator=gen)
+    ex = explorer(lambda x, W: torch.tanh(W @ x), x, W)
+    assert ex.dtype.value == "float64" and "Error" not in ex.error.value, ex.error.value
+    assert ex.report.passed and ex.report.dtype == "float64"
+
+    @jax.custom_vjp
+    def softplus(v):
+        return jnp.logaddexp(v, 0.0)
+
+    softplus.defvjp(lambda v: (softplus(v), v), lambda v, g: (g * jax.nn.sigmoid(v) * (1 + 1e-6),))
+    v = jnp.linspace(-1.0, 1.0, 4)
+    ex = explorer(softplus, v)
+    assert gx.check_grads(softplus, v).outcome is gx.Outcome.FAILED
+    assert ex.report.outcome is gx.Outcome.FAILED and ex.report.dtype == "float64", ex.report
+    ex.dtype.value = "float32"  # the user's visible choice: the point in float32
+    assert ex.report.dtype == "float32"

@@ -17,6 +17,7 @@ from ..check.progress import on_analytic, on_checkpoint
 from ..fd.steps import default_step
 from . import maps
 from .html import badge_html, status_html, worst_html
+from .points import precision_for
 from .registry import VIEW_NAMES
 from .worker import Cancelled, cancellable, hand_over
 
@@ -43,6 +44,7 @@ class Computing:
             method=method,
             rtol=self.rtol.value if self.own_rtol.value else None,
             step=None if self.auto_step.value else self.step.value,
+            precision=precision_for(self.dtype.value),
         )
 
     def _method_note(self) -> str:
@@ -80,7 +82,7 @@ class Computing:
                 on_analytic(show_first if first else None),
                 on_checkpoint(lambda: self._stop_unless_current(generation)),
             ):
-                report = check_grads(f, *args, mode="full", precision="native", **settings)
+                report = check_grads(f, *args, mode="full", **settings)
             self._check_seconds = time.perf_counter() - started - showing
         except Cancelled:
             return

@@ -21,6 +21,7 @@ from .. import display as D
 from ..check.sweep import step_sweep
 from ..display import plots as P
 from ..errors import GradExplorerError
+from .points import precision_for
 
 __all__ = ["Pictures", "FIGSIZE", "DPI"]
 
@@ -34,8 +35,6 @@ FIGSIZE = {
     "Landscape": (8.6, 5.0),
     "Linear map": (8.6, 5.4),
 }
-#: The explorer casts the point to its dtype control: check in that precision.
-NATIVE = {"precision": "native"}
 
 
 def _serial(method):
@@ -101,8 +100,8 @@ class Pictures:
     # ------------------------------------------------------------ the views
 
     @_serial
-    def step_sweep(self, f, args, entry: tuple, wrt: Any) -> tuple[dict, bytes]:
-        sweep = step_sweep(f, *args, entry=entry, wrt=wrt, **NATIVE)
+    def step_sweep(self, f, args, entry: tuple, wrt: Any, dtype: str) -> tuple[dict, bytes]:
+        sweep = step_sweep(f, *args, entry=entry, wrt=wrt, precision=precision_for(dtype))
         art = self.artists.get("Step sweep")
         if art is None or not P.update_step_sweep(art, sweep):
             fig = self.figure("Step sweep", fresh=True)
@@ -110,11 +109,11 @@ class Pictures:
         return self.png("Step sweep")
 
     @_serial
-    def where(self, f, args, argnums: tuple) -> tuple[dict, bytes]:
+    def where(self, f, args, argnums: tuple, dtype: str) -> tuple[dict, bytes]:
         from ..display.graph import plot_localization
         from ..locate.localize import locate
 
-        loc = locate(f, *args, wrt=argnums, **NATIVE)
+        loc = locate(f, *args, wrt=argnums, precision=precision_for(dtype))
         plot_localization(loc, self.figure("Where", fresh=True))
         self.artists["Where"] = loc
         return self.png("Where")

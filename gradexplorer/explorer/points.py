@@ -9,7 +9,7 @@ from typing import Any
 import ipywidgets as W
 import numpy as onp
 
-__all__ = ["point_sliders", "point_from", "along"]
+__all__ = ["point_sliders", "point_from", "precision_for", "along"]
 
 
 def point_sliders(call, to_numpy: Callable = onp.asarray) -> list:
@@ -72,6 +72,18 @@ def point_from(
             new = to_array(new, like=value)
         leaves.append(new)
     return call.rebuild_plain(leaves)
+
+
+def precision_for(dtype_name: str) -> str | None:
+    """check_grads' ``precision`` for the explorer's dtype control: float64 is
+    check_grads' own default (every float input promoted, those not explored and a
+    module's parameters too, and jax in 64-bit mode: one verdict with check_grads);
+    float32 is the point as the explorer cast it, checked in its own precision.
+
+    >>> precision_for("float64") is None, precision_for("float32")
+    (True, 'native')
+    """
+    return "native" if dtype_name == "float32" else None
 
 
 def along(explorer: Any, slot: int) -> Callable:

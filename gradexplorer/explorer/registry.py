@@ -177,12 +177,14 @@ def _hessian(ex: Any) -> Frame:
 
 
 def _step_sweep(ex: Any) -> Frame:
-    spec, png = ex.pictures.step_sweep(ex.fn, ex.args, ex.entry_in_input(), ex.entry_wrt())
+    spec, png = ex.pictures.step_sweep(
+        ex.fn, ex.args, ex.entry_in_input(), ex.entry_wrt(), ex.dtype.value
+    )
     return Frame(spec, png=png)
 
 
 def _where(ex: Any) -> Frame:
-    spec, png = ex.pictures.where(ex.fn, ex.args, ex.argnums)
+    spec, png = ex.pictures.where(ex.fn, ex.args, ex.argnums, ex.dtype.value)
     return Frame(spec, png=png)
 
 
