@@ -320,3 +320,34 @@ def test_disconnected_inputs(system, policy):
     assert marker(a, a, a) is gx.DISCONNECTED
     zero = gx.grad(f, wrt=1, disconnected_inputs="ignore")(a, a, a)
     close(zero, [0.0, 0.0])
+
+
+def test_a_once_differentiable_backward_has_no_silent_zero_hessian():
+    """torch.func refuses a once_differentiable Function; the eager fallback's second
+    backward pass found its gradient without a graph and read it as a zero Hessian.
+    A linear f's constant gradient (truly zero second derivatives) stays zero."""
+    torch = pytest.importorskip("torch")
+
+    class OnceSin(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos()
+
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+    with pytest.raises(NotImplementedError, match="OnceSin.*second derivatives are unknown"):
+        gx.hessian(lambda a: OnceSin.apply(a).sum())(x)
+    with pytest.raises(NotImplementedError, match="OnceSin"):
+        gx.hvp(lambda a: OnceSin.apply(a).sum())(x, torch.ones(3, dtype=torch.float64))
+    assert torch.equal(gx.hessian(lambda a: (2 * a).sum())(x), torch.zeros(3, 3, dtype=x.dtype))
+    from gradexplorer.backends.torch.eager import hessian_blocks
+
+    assert torch.equal(
+        hessian_blocks(lambda a: (2 * a).sum(), [x])[0][0], torch.zeros(3, 3).double()
+    )

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ...errors import GradExplorerError, InputMutationError
-from .tracing import VJPTrace, trace_jvp
+from .tracing import VJPTrace, not_differentiable, trace_jvp, underivable
 
 __all__ = [
     "reverse_rows", "forward_columns", "hessian_blocks", "hvp_products", "explained",
@@ -117,7 +117,7 @@ def hessian_blocks(L: Callable, xs: Sequence[torch.Tensor]) -> list[list[torch.T
         if not s.requires_grad:
             return [[torch.zeros(a.shape + b.shape, dtype=a.dtype, device=a.device) for b in xs]
                     for a in xs]  # fmt: skip
-        grads = torch.autograd.grad(s, xs, create_graph=True, allow_unused=True)
+        grads = _gradient_with_graph(s, xs)
         out = []
         for gi, xi in zip(grads, xs):
             flat = torch.zeros(xi.numel(), dtype=xi.dtype, device=xi.device) if gi is None else (
@@ -138,6 +138,18 @@ def hessian_blocks(L: Callable, xs: Sequence[torch.Tensor]) -> list[list[torch.T
     return out
 
 
+def _gradient_with_graph(s: torch.Tensor, xs: Sequence[torch.Tensor]) -> tuple:
+    """The gradient of the scalar ``s`` with its own graph. The cotangent requires
+    grad, so every gradient a backward pass built with a graph requires grad too; one
+    that does not came from a pass run without one (``once_differentiable``,
+    ``no_grad``): its second derivatives are unknown, never a silent zero."""
+    one = torch.ones_like(s).requires_grad_()
+    grads = torch.autograd.grad(s, xs, grad_outputs=one, create_graph=True, allow_unused=True)
+    if any(underivable(g) for g in grads):
+        raise not_differentiable(s)
+    return grads
+
+
 def hvp_products(L: Callable, xs: Sequence[torch.Tensor], ts: Sequence) -> list[torch.Tensor]:
     """``H v`` by reverse over reverse: the gradient of ``<grad L, v>``."""
     xs = _fresh(xs)
@@ -145,7 +157,7 @@ def hvp_products(L: Callable, xs: Sequence[torch.Tensor], ts: Sequence) -> list[
         s = L(*xs)
         if not s.requires_grad:
             return [torch.zeros_like(x).detach() for x in xs]
-        grads = torch.autograd.grad(s, xs, create_graph=True, allow_unused=True)
+        grads = _gradient_with_graph(s, xs)
         pairing = sum((g * t).sum() for g, t in zip(grads, ts) if g is not None)
         if not isinstance(pairing, torch.Tensor) or not pairing.requires_grad:
             return [torch.zeros_like(x).detach() for x in xs]

@@ -18,7 +18,7 @@ import torch
 import torch.autograd.forward_ad as fwad
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["VJPTrace", "trace_vjp", "trace_jvp"]
+__all__ = ["VJPTrace", "trace_vjp", "trace_jvp", "underivable", "not_differentiable"]
 
 
 def _has_tangent(x: torch.Tensor) -> bool:
@@ -64,8 +64,8 @@ class VJPTrace:
             create_graph=create,
             allow_unused=True,
         )
-        if create and g.requires_grad and any(_underivable(d) for d in grads):
-            raise _not_differentiable(self.value)
+        if create and g.requires_grad and any(underivable(d) for d in grads):
+            raise not_differentiable(self.value)
         return [z if d is None else d for z, d in zip(zeros, grads)]
 
     @property
@@ -90,7 +90,7 @@ class VJPTrace:
         )
 
 
-def _underivable(d: torch.Tensor | None) -> bool:
+def underivable(d: torch.Tensor | None) -> bool:
     """A cotangent whose own derivative torch cannot give: computed without a
     graph, or behind a ``once_differentiable`` backward (torch's Error node,
     which ``allow_unused`` would otherwise read as a silent zero)."""
@@ -110,7 +110,7 @@ def _underivable(d: torch.Tensor | None) -> bool:
     return False
 
 
-def _not_differentiable(value: torch.Tensor) -> NotImplementedError:
+def not_differentiable(value: torch.Tensor) -> NotImplementedError:
     """A backward pass that cannot be differentiated (``once_differentiable``, or
     one computed under ``no_grad``): name the custom Functions in the graph."""
     names, seen, stack = [], set(), [value.grad_fn]
