@@ -217,3 +217,24 @@ def test_a_point_at_the_edge_of_fs_domain_is_checked_from_inside():
     r = gx.check_grads(entropy_term, np.array([0.3, 1.0, 0.0]))
     assert r.passed, str(r)
     assert any("edge of f's domain" in n and "p must be in [0, 1]" in n for n in r.notes)
+
+
+def test_torch_mutation_advice_and_meta_tensors_are_named():
+    """A torch f that mutates its input gets torch's words (clone, torch.where) and
+    plain numbers; a meta tensor (shapes, no values) is named, not torch's raw
+    "Cannot copy out of meta tensor"."""
+    torch = pytest.importorskip("torch")
+
+    def doubles(a):
+        a.mul_(2)
+        return a.sin()
+
+    x = torch.tensor([0.5, -1.0], dtype=torch.float64)
+    with pytest.raises(gx.InputMutationError, match=r"x\.clone\(\).*torch\.where") as info:
+        gx.check_grads(doubles, x)
+    assert "np.float64" not in str(info.value) and "0.5 then 1.0" in str(info.value)
+    meta = torch.empty(3, dtype=torch.float64, device="meta")
+    for check in (gx.check_grads, gx.locate):
+        with pytest.raises(ValueError, match="'meta' device.*holds no values"):
+            check(torch.sin, meta)
+    assert gx.jacobian(torch.sin)(meta).shape == (3, 3)  # the framework's AD needs no values

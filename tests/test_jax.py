@@ -209,3 +209,15 @@ def test_a_random_key_argument_is_held_constant(make_key):
     report = gx.check_grads(loss, x, make_key(0))
     assert report.passed, report
     assert [name for name, _ in report.not_checked] == ["key"]
+
+
+def test_check_precision_runs_its_float64_side_in_64_bit_mode():
+    """Every float64 evaluation of check_precision runs inside jax's 64-bit mode: none
+    asks jax for float64 outside it (jax's "will be truncated to float32" warning)."""
+    import warnings
+
+    x = jnp.linspace(-1.0, 1.0, 4)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert gx.check_precision(jax.nn.softmax, x).passed
+    assert not [w for w in seen if "truncated" in str(w.message)], [str(w.message) for w in seen]

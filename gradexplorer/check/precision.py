@@ -94,7 +94,8 @@ def check_precision(
     Returns
     -------
     PrecisionReport
-        ``low`` and ``reference`` Jacobians, ``eps_units`` (the error in eps of
+        ``analytic`` (the low-precision Jacobian) and ``reference`` (the
+        float64 one), ``eps_units`` (the error in eps of
         the low precision times the block's scale), ``violation`` (> 1: worse
         than the precision allows), ``mismatches``, ``reference_check`` (the
         float64 gradient against finite differences).
@@ -137,6 +138,7 @@ def check_precision(
             high = system.prepare(f, tuple(args), dict(kwargs), wrt, "float64")
             p = build_problem(high.f, high.args, high.kwargs, high.wrt, backend=system)
             J, spread, ref_check = _reference(p, dtypes, gen, max(1, int(samples)))
+            y0 = p.evaluate_one(p.x0)  # in the session: jax in 64-bit mode
         with system.session("native"):
             analytic, out_dtype = _low_jacobian(p, call_low, dtypes, system)
             oracle = None
@@ -146,7 +148,7 @@ def check_precision(
                 oracle = Oracle(_low_jacobian(p, call_plain, dtypes, system)[0], reference_factor)
 
     def judged(A):
-        return _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples, oracle)
+        return _judge(p, A, J, y0, spread, dtypes, out_dtype, ref_check, samples, oracle)
 
     return _naming_matmul_mode(judged(analytic), system, p, call_low, dtypes, judged)
 
@@ -288,7 +290,7 @@ def _real_of(dtype: str) -> str:
     )
 
 
-def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples, oracle) -> PrecisionReport:
+def _judge(p, A, J, y0, spread, dtypes, out_dtype, ref_check, samples, oracle) -> PrecisionReport:
     rows, cols = p.rows, p.cols
     col_eps = onp.concatenate([onp.full(s.real_size, _eps(d)) for s, d in zip(cols.sides, dtypes)])
     row_eps = onp.full(rows.size, _eps(_real_of(out_dtype)))
@@ -305,7 +307,7 @@ def _judge(p, A, J, spread, dtypes, out_dtype, ref_check, samples, oracle) -> Pr
     # where f's own value overflows, a backward pass multiplies by inf and NaN follows
     top = _col_largest(cols, dtypes)[None, :]
     with onp.errstate(invalid="ignore"):
-        overflow = bool(onp.any(onp.abs(p.evaluate_one(p.x0)) >= _largest(_real_of(out_dtype))))
+        overflow = bool(onp.any(onp.abs(y0) >= _largest(_real_of(out_dtype))))
     beyond = ~onp.isfinite(A) & ((onp.abs(J) >= top) | overflow)
     with onp.errstate(invalid="ignore", over="ignore", divide="ignore"):
         err = onp.abs(A - J)

@@ -89,7 +89,8 @@ def _first_difference(a: Any, b: Any) -> str | None:
             same = _same(x, y)
             if not same.all():
                 i = int(onp.flatnonzero(~same)[0])
-                return f"flat index {i} of leaf {k}: {x.ravel()[i]!r} then {y.ravel()[i]!r}"
+                before, after = x.ravel()[i].item(), y.ravel()[i].item()  # numbers, not np reprs
+                return f"flat index {i} of leaf {k}: {before!r} then {after!r}"
         elif isinstance(x, (float, complex, int, onp.generic)):
             if not (x == y or (x != x and y != y)):
                 return f"leaf {k}: {x!r} then {y!r}"
@@ -129,8 +130,9 @@ def guarded_call(
             raise InputMutationError(
                 f"{name} changed its argument {label!r} in place ({where}); derivatives of a "
                 "function that mutates its input cannot be checked, and your arrays would be "
-                "overwritten. Copy inside f (x = x.copy()) or write it without in-place "
-                "updates (x[0] = ... becomes x = np.concatenate(...) or np.where)."
+                "overwritten. Copy inside f (x = x.copy() in numpy, x = x.clone() in torch) "
+                "or write it without in-place updates (x[0] = ... becomes np.where / "
+                "np.concatenate, torch.where / torch.cat)."
             )
     layout = output_layout(y1, name)
     ys, _ = flatten(y1)

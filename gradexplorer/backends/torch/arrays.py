@@ -71,6 +71,13 @@ def to_numpy(x: Any) -> Any:
     materialized: their values are what the checker compares."""
     if not isinstance(x, torch.Tensor):
         return x
+    if x.device.type == "meta":
+        raise ValueError(
+            f"a tensor on the 'meta' device (shape {tuple(x.shape)}, {x.dtype}) holds no "
+            "values, and checking derivatives needs them (f is evaluated at nearby points). "
+            "Pass tensors with values (on the CPU or a GPU); gx.jacobian, gx.grad and the "
+            "other operators run on meta tensors for shapes alone."
+        )
     x = dense(x)
     t = x.detach().cpu().resolve_conj().resolve_neg()
     if t.dtype == torch.bfloat16 or (t.dtype == torch.complex32):
