@@ -510,3 +510,50 @@ def test_where_picture_of_a_huge_graph_keeps_the_culprit_and_a_bounded_height():
     assert fig.get_figheight() <= 14
     shown = [t.get_text() for t in _texts_fit(fig)]
     assert "mix" in shown and any("more operations of this line" in t for t in shown)
+
+
+def test_locate_traces_every_input_check_grads_checks():
+    """locate's inputs default to check_grads': a rule wrong only for a later argument
+    (a weight), or for a torch module's parameter, is named right after check_grads
+    fails, not "all operations have right derivatives" from tracing x alone."""
+
+    @gx.primitive
+    def scale(x, w):
+        return x * w
+
+    gx.defvjp(scale, lambda ans, x, w: lambda g: g * w, lambda ans, x, w: lambda g: 2 * g * x)
+
+    def f(x, w):
+        return anp.sum(anp.sin(scale(x, w)))
+
+    x, w = np.array([0.3, -0.8]), np.array([1.5, 0.4])
+    assert not gx.check_grads(f, x, w).passed
+    assert gx.locate(f, x, w).culprit.name == "scale"
+    assert gx.locate(f, x, w, wrt=0).culprit is None  # x's rule is right
+
+    torch = pytest.importorskip("torch")
+
+    class BadWeight(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, W):
+            ctx.save_for_backward(x, W)
+            return x @ W.T
+
+        @staticmethod
+        def backward(ctx, g):
+            x, W = ctx.saved_tensors
+            return g @ W, (g.T @ x) * 1.001
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W = torch.nn.Parameter(
+                torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
+            )
+
+        def forward(self, x):
+            return torch.tanh(BadWeight.apply(x, self.W)).sum()
+
+    layer, xt = Layer(), torch.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    assert not gx.check_grads(layer, xt).passed
+    assert gx.locate(layer, xt).culprit.name == "BadWeight"

@@ -36,7 +36,7 @@ DIRECTIONS = 3
 def locate(
     f: Callable,
     *args: Any,
-    wrt: Any = 0,
+    wrt: Any = None,
     rng: Any = 0,
     directions: int = DIRECTIONS,
     backend: str | None = None,
@@ -52,8 +52,10 @@ def locate(
         be nested lists / tuples / dicts of arrays.
     *args
         The point; keyword arguments go to f.
-    wrt : int, str or sequence of them
-        The input(s) to trace from.
+    wrt : int, str, sequence of them, or None
+        The input(s) to trace from. None, as in :func:`check_grads`: every
+        argument that holds a float or complex value (and a torch module's
+        parameters), so that a rule wrong only for a weight is found too.
     rng : Generator, RandomState or int
         For the directions and cotangents of the local checks.
     directions : int
