@@ -886,3 +886,23 @@ def test_one_verdict_with_check_grads_on_float32_torch_and_jax(explorer):
     assert ex.report.outcome is gx.Outcome.FAILED and ex.report.dtype == "float64", ex.report
     ex.dtype.value = "float32"  # the user's visible choice: the point in float32
     assert ex.report.dtype == "float32"
+
+
+def test_the_explorers_inputs_default_to_check_grads(explorer):
+    """explore(f, x, W) explores x and W, as check_grads checks both: a rule wrong only
+    for W fails in both (before, the explorer took x alone and said PASSED)."""
+
+    @gx.primitive
+    def matvec(x, W):
+        return W @ x
+
+    gx.defvjp(
+        matvec,
+        lambda ans, x, W: lambda g: W.T @ g,
+        lambda ans, x, W: lambda g: 1.01 * np.outer(g, x),
+    )
+    x, W = np.array([0.3, -0.8, 0.5]), np.arange(9.0).reshape(3, 3) / 9
+    assert gx.check_grads(matvec, x, W).outcome is gx.Outcome.FAILED
+    ex = explorer(matvec, x, W)
+    assert ex.input_names == ["x", "W"] and ex.report.outcome is gx.Outcome.FAILED
+    assert explorer(matvec, x, W, wrt=0).report.passed  # x alone, as asked

@@ -38,7 +38,7 @@ __all__ = ["explore", "Explorer"]
 MAX_SLIDERS = 6
 
 
-def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any) -> Explorer:
+def explore(f: Callable | None = None, *args: Any, wrt: Any = None, **options: Any) -> Explorer:
     """Open the gradient explorer on ``f`` at ``args`` (a gallery menu when f is None).
 
     Parameters
@@ -48,8 +48,10 @@ def explore(f: Callable | None = None, *args: Any, wrt: Any = 0, **options: Any)
         :mod:`gradexplorer.gallery` examples.
     *args
         The starting point.
-    wrt : int, str or sequence
-        Inputs to explore.
+    wrt : int, str, sequence of them, or None
+        Inputs to explore. None, as in ``check_grads``: every argument that holds
+        a float or complex value (one verdict with ``check_grads`` on the same f
+        and point); the others are held constant.
     **options
         ``method``, ``rtol`` (None: the checker's own, as ``check_grads``), ``step``.
 
@@ -89,7 +91,7 @@ class Explorer(Computing, ViewDrawing, Notices, W.VBox):
         self,
         f: Callable | None = None,
         *args: Any,
-        wrt: Any = 0,
+        wrt: Any = None,
         method: str = "richardson",
         rtol: float | None = None,
         step: float | None = None,
@@ -189,7 +191,7 @@ class Explorer(Computing, ViewDrawing, Notices, W.VBox):
         ex = gallery.get(name)
         self.load(ex.f, *ex.args(), wrt=ex.wrt)
 
-    def load(self, f: Callable, *args: Any, wrt: Any = 0) -> None:
+    def load(self, f: Callable, *args: Any, wrt: Any = None) -> None:
         """Explore another function (the panes and tabs are kept)."""
         self.f, self.base_args, self.wrt = f, tuple(args), wrt
         self._loading = True  # controls change during set-up: refresh once, at the end
