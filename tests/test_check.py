@@ -555,3 +555,25 @@ def test_a_taylor_step_across_the_domains_edge_is_no_crash():
     for seed in range(5):
         report = gx.check_grads(f, a, rng=seed)
         assert report.outcome in (gx.Outcome.INCONCLUSIVE, gx.Outcome.PASSED), (seed, report)
+
+
+@pytest.mark.parametrize("off", [-2.0, 1e-2, 1e-4])
+def test_a_small_row_the_differences_resolve_is_no_round_off(off):
+    """``1e-12·sin(x1)`` beside ``1e6·x0·x1``: its row lies below 256 ulps of the
+    Jacobian's scale, yet the differences resolve it to 1e-25. A wrong rule there (a
+    flipped sign, 1 % or 1e-4 off) fails; a row of round-off (what the allowance is
+    for: an imaginary part that is 0) is still judged at the Jacobian's scale."""
+
+    @gx.primitive
+    def small(x):
+        return 1e-12 * anp.sin(x[1])
+
+    gx.defvjp(small, lambda ans, x: lambda g: g * np.array([0.0, (1 + off) * 1e-12 * np.cos(x[1])]))
+
+    def f(x):
+        return anp.stack([1e6 * x[0] * x[1], small(x)])
+
+    x = np.array([0.7, 1.3])
+    for seed in range(3):
+        assert gx.check_grads(f, x, rng=seed).outcome is gx.Outcome.FAILED, seed
+    assert gx.check_grads(lambda x: anp.stack([1e6 * x[0] * x[1], 1e-12 * anp.sin(x[1])]), x).passed

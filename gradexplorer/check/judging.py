@@ -160,10 +160,12 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     wobble = onp.where(jump, 0.0, wobble)
     # a row that is round-off through and through (analytic and numeric within 256 ulps
     # of the Jacobian's scale: an imaginary part that is 0) is judged at that scale; a
-    # row with one large entry is not, so a wrong small entry beside it stays wrong
+    # row with one large entry is not, so a wrong small entry beside it stays wrong; nor
+    # is a row the differences resolve (1e-12·sin x: small, yet no round-off)
     with onp.errstate(invalid="ignore"):
         dust_level = RTOL_ULPS * eps * whole
         dust = onp.all(onp.abs(A) <= dust_level, axis=1) & onp.all(onp.abs(N) <= dust_level, axis=1)
+        dust &= ~onp.any((onp.abs(N) > FD_SAFETY * E) & (N != 0), axis=1)
     wobble = onp.where(dust[:, None], onp.fmax(wobble, dust_level), wobble)
     ngrad = ROUNDING_SAMPLES * (1 + len(wobble_rows)) if len(wobble_rows) else 0
     allowance = allowance + wobble
