@@ -326,31 +326,24 @@ def _nonlinear_entries(ctx: FastContext, probes, columns) -> list[Entry]:
     spacing = p.spacing()
     steps = exact_steps(ctx.x0[columns], ctx.scale[columns] * ctx.base, spacing[columns])
     res = directional_derivatives(
-        p.evaluator,
-        ctx.x0,
-        ctx.y0,
-        ctx.row_noise,
-        steps,
-        columns=columns,
-        method=ctx.method,
-        spacing=ctx.spacing,
-        coord_eps=ctx.col_eps,
-    )
+        p.evaluator, ctx.x0, ctx.y0, ctx.row_noise, steps, columns=columns,
+        method=ctx.method, spacing=ctx.spacing, coord_eps=ctx.col_eps,
+    )  # fmt: skip
     ctx.cost.nfev += res.nfev
     out = []
     rt = float(ctx.rtol_rows().max())
     for t, j in enumerate(columns):
         est, err = res.est[t], res.err[t]
-        ok = onp.isfinite(err)
-        if not ok.all():
+        if not onp.isfinite(err).all():
             continue
-        worst = None
+        judged = []  # (analytic, numeric, FD error, violation) at each probe
         for u, ru in probes:
             num, e = float(u @ est), float(onp.abs(u) @ err)
             tol = allowed(e, rt, max(abs(num), abs(ru[j])), ctx.atol)
-            if abs(ru[j] - num) > tol and (worst is None or abs(ru[j] - num) / tol > worst[3]):
-                worst = (ru[j], num, e, abs(ru[j] - num) / tol)
-        if worst is not None:
+            gap = abs(ru[j] - num)
+            judged.append((ru[j], num, e, gap / tol if tol > 0 else (onp.inf if gap > 0 else 0.0)))
+        worst = max(judged, key=lambda jd: jd[3])
+        if worst[3] > 1:
             out.append(
                 make_entry(
                     p.rows, p.cols, -1, j, *worst,
