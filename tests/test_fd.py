@@ -605,6 +605,34 @@ def test_float32_rounding_stairs_are_rounding_not_flatness():
     assert np.all(np.diag(r.jacobian) == 0), r.jacobian
 
 
+def test_inputs_rounded_to_float32_where_f_goes_on_in_float64():
+    """``exp(x.astype(float32))`` in float64: only x is on float32's stairs, f's values
+    are no float32's. The steps shrank onto one stair and read 0 +- 1e-7 for exp(x),
+    and a right rule failed in every check. f is the same across each float32 cell of
+    x and moves just beyond it: rounding, not f's shape. round(x, 7)'s stairs, whose
+    edges are its own, stay flat (the test above)."""
+
+    def f(v):
+        return np.exp(v.astype(np.float32).astype(np.float64))
+
+    resolved = 0
+    for seed in range(5):
+        x = np.random.default_rng(seed).standard_normal(4)
+        r = gx.numeric_jacobian(f, x)
+        d, e = np.diag(r.jacobian), np.diag(r.error)
+        ok = np.isfinite(e)  # an entry may stay unresolvable (honest), none read wrong
+        assert np.all(np.abs(d - np.exp(x))[ok] <= e[ok]), (d, e)
+        resolved += int(np.sum(ok & (e < 1e-3 * np.exp(x))))
+    assert resolved >= 16, resolved
+    right = gx.primitive(f)
+    gx.defvjp(right, lambda ans, v: lambda g: g * np.exp(v))
+    wrong = gx.primitive(f)
+    gx.defvjp(wrong, lambda ans, v: lambda g: g * np.exp(v) * (1 + 1e-3))
+    x = np.array([0.5, 1.3, -0.7])
+    assert gx.check_grads(right, x, rng=0).passed
+    assert gx.check_grads(wrong, x, rng=0).outcome is gx.Outcome.FAILED
+
+
 def test_a_grown_step_takes_the_noise_its_own_stencil_sees():
     """A float32 softmax's steps grow to a quarter of x where f's noise is low: there the
     samples are 2.4x larger than at x and so is their rounding, which the noise probed at

@@ -181,6 +181,32 @@ def _on_narrow_grid(vals, y0, xp=onp):
     return xp.all(same | ~finite, axis=0)
 
 
+def _float32_cells(x0: onp.ndarray) -> onp.ndarray:
+    """x0 with every coordinate just inside the low and the high edge of its float32
+    cell (the float64s that round to x0's float32), then just outside them.
+
+    >>> cells = _float32_cells(onp.array([1.0]))[:, 0]
+    >>> [float(onp.float32(c)) for c in cells] == [1.0, 1.0, 1 - 2.0**-24, 1 + 2.0**-23]
+    True
+    """
+    with onp.errstate(all="ignore"):  # beyond float32's range: inf, refused by the caller
+        c = x0.astype(onp.float32)
+        below, above = (onp.nextafter(c, onp.float32(s * onp.inf)).astype(float) for s in (-1, 1))
+        low, high = (below + c) / 2, (c + above) / 2  # exact: float32s halved in float64
+        pad = 4 * onp.spacing(onp.fmax(onp.abs(low), onp.abs(high)))
+        return onp.stack([low + pad, high - pad, low - pad, high + pad])
+
+
+def _reads_float32(ev, x0: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
+    """Per output, whether f reads x only through its rounding to float32 (or
+    narrower): the same across each coordinate's cell, different just beyond it."""
+    rows = _float32_cells(x0)
+    if not onp.isfinite(rows).all():
+        return onp.zeros(y0.shape, bool)
+    Y = onp.asarray(ev(rows), dtype=float)
+    return (Y[0] == y0) & (Y[1] == y0) & ((Y[2] != y0) | (Y[3] != y0))
+
+
 @fusable()
 def _moved(vals, y0, xp=onp):
     """Per output, whether any sample differs from f at the point."""
@@ -352,8 +378,14 @@ def probe_noise(
             # stairs ~1e-7 wide (sin(3x)'s derivative read 0 +- 0.01 for 3). Rounding, not
             # f's shape: this reading is no calm. Stairs of f's own making (round(x, 7),
             # whose values are no float32's) stay f's shape: flat inside a stair
+            # so are x's float32 stairs where f goes on in float64 (exp(x.astype(float32))):
+            # flat across x's float32 cells, moving just beyond (round(x, k)'s are not)
             rounding = host(_on_narrow_grid(xp.concatenate(samples, axis=0), y0_x, xp))
-            noisy &= host(_moved(vals, y0_x, xp)) | ~rounding
+            moved = host(_moved(vals, y0_x, xp))
+            if onp.any(noisy & ~moved & ~rounding):
+                rounding |= _reads_float32(ev, x0, y0)
+                nfev += 4
+            noisy &= moved | ~rounding
         finer = noisy & (sigma < fine)
         depth = onp.where(finer, level, depth)  # how deep f had to be probed to calm down
         fine = onp.where(finer, sigma, fine)
