@@ -22,6 +22,7 @@ from .options import Options
 from .problem import Problem
 from .report import Entry
 from .rules import (
+    at_worst_probe,
     forward_columns,
     jvp_rule,
     linearity_gap,
@@ -156,9 +157,7 @@ def _nonlinear_jvp(p, ratio, probes, N, E, rtol, atol, wobble, precision, notes)
         roundoff = onp.abs(wobble) @ onp.abs(d)
         allowance = atol + roundoff + precision * float(onp.max(onp.abs(jd), initial=0.0))
         judged.append((judge(jd, num_d, err_d, rtol.max(axis=1), allowance), jd, num_d, err_d))
-    stacked = [onp.stack(c) for c in zip(*judged)]
-    worst = onp.argmax(onp.nan_to_num(stacked[0], nan=-1.0), axis=0)
-    v_jvp, jd, num_d, err_d = (c[worst, onp.arange(c.shape[1])] for c in stacked)
+    v_jvp, jd, num_d, err_d = at_worst_probe(judged)
     bad_rows = onp.flatnonzero((ratio > 1) & (v_jvp > 1))
     if not bad_rows.size:
         return []

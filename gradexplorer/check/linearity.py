@@ -14,7 +14,7 @@ from .judging import Judgement, judge
 from .options import Options
 from .problem import Problem
 from .report import Entry
-from .rules import solver_slack
+from .rules import at_worst_probe, solver_slack
 from .verdicts import Comparison, Verdict
 
 __all__ = ["nonlinear_vjp"]
@@ -34,9 +34,7 @@ def nonlinear_vjp(
             err = onp.abs(u) @ onp.where(onp.isfinite(E), E, onp.inf)
         atol = jd.atol + (rev.precision + slack) * float(onp.max(onp.abs(ru), initial=0.0))
         judged.append((judge(ru, num, err, jd.rtol.max(axis=0), atol), ru, num, err, uA))
-    stacked = [onp.stack(c) for c in zip(*judged)]
-    worst = onp.argmax(onp.nan_to_num(stacked[0], nan=-1.0), axis=0)
-    v_lin, ru, num, err, uA = (c[worst, onp.arange(c.shape[1])] for c in stacked)
+    v_lin, ru, num, err, uA = at_worst_probe(judged)
     bad = onp.flatnonzero(rev.suspect & (v_lin > 1))
     if not bad.size:
         return []

@@ -124,6 +124,21 @@ def linearity_gap(rule, size_in: int, size_out: int, gen, dtype, eps):
     return onp.where(offset, onp.inf, ratio), onp.where(offset, onp.inf, rel), probes
 
 
+def at_worst_probe(judged: list[tuple]) -> tuple:
+    """Per coordinate, the fields of the probe judged worst: ``judged`` holds one
+    tuple of equally long arrays per probe, its first the violations (NaN: not
+    judged, the lowest).
+
+    >>> v, a = at_worst_probe([(onp.array([0.5, 3.0]), onp.array([1, 2])),
+    ...                        (onp.array([2.0, onp.nan]), onp.array([7, 8]))])
+    >>> v.tolist(), a.tolist()
+    ([2.0, 3.0], [7, 2])
+    """
+    stacked = [onp.stack(c) for c in zip(*judged)]
+    worst = onp.argmax(onp.nan_to_num(stacked[0], nan=-1.0), axis=0)
+    return tuple(c[worst, onp.arange(c.shape[1])] for c in stacked)
+
+
 def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:
     """The relative tolerance a rule earns by disagreeing with itself: 0 for an
     exact rule; for one visibly above round-off yet small (an adaptive backward
