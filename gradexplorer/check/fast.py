@@ -99,7 +99,7 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
         dtype=p.dtype,
         atol=ctx.atol,
         rtol=float(RTOL_ULPS * max(row_eps.max(), col_eps.max())) if rtol is None else rtol,
-        nfev=ctx.cost.nfev + 2,
+        nfev=ctx.cost.nfev + 2 + p.charge(),
         ngrad=ctx.cost.ngrad,
         notes=tuple(ctx.notes) + tuple(p.extra_notes),
         function=p.name,
@@ -327,7 +327,7 @@ def _nonlinear_entries(ctx: FastContext, probes, columns) -> list[Entry]:
     steps = exact_steps(ctx.x0[columns], ctx.scale[columns] * ctx.base, spacing[columns])
     res = directional_derivatives(
         p.evaluator, ctx.x0, ctx.y0, ctx.row_noise, steps, columns=columns,
-        method=ctx.method, spacing=ctx.spacing, coord_eps=ctx.col_eps,
+        method=ctx.method, spacing=ctx.spacing, coord_eps=ctx.col_eps, out_eps=ctx.row_eps,
     )  # fmt: skip
     ctx.cost.nfev += res.nfev
     out = []

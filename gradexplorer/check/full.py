@@ -228,7 +228,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
         dtype=p.dtype,
         atol=jd.atol,
         rtol=float(onp.max(jd.rtol, initial=0.0)),
-        nfev=int(found.nfev) + 1,
+        nfev=int(found.nfev) + 1 + p.charge(),
         ngrad=int(found.ngrad),
         kinks=tuple(kinks),
         notes=tuple(notes),

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as onp
 
 from ..fd.directional import directional_derivatives, exact_steps
-from ..fd.noise import NoiseModel
+from ..fd.noise import QUANTUM_STD, NoiseModel
 from ..fd.reasons import Unresolvable
 from .judging import FD_SAFETY
 from .problem import Problem
@@ -102,6 +102,9 @@ def least_change(p: Problem, est) -> onp.ndarray:
     difference of large terms), else an ulp of its value. f unchanged over a
     step h bounds its slope there by this over h, no better."""
     ulp = p.eps_matrix() * onp.abs(est.y0)[:, None]
+    # the rounding floor is a fraction of the least step f's output can take (an output
+    # on float32's grid, returned as float64, steps by float32's ulps)
+    ulp = onp.fmax(ulp, est.noise.floor[:, None] / QUANTUM_STD)
     q = getattr(est, "entry_quantum", None)
     return ulp if q is None else onp.fmax(ulp, onp.nan_to_num(q, nan=0.0))
 

@@ -25,6 +25,7 @@ from ..fd.device_map import device_evaluator as fd_device_evaluator
 from ..fd.device_map import traceable
 from ..fd.evaluation import DeviceEvaluator, HostEvaluator
 from ..fd.jacobian import RealMap, coordinate_eps, coordinate_spacing, steps_for, typical_steps
+from ..fd.narrow import float32_point, reads_in_float32
 from .report import Blocks
 
 __all__ = ["Problem", "build_problem", "as_rng"]
@@ -66,6 +67,9 @@ class Problem:
     #: on the host, or on the device the inputs live on
     evaluator: Any = None
     _x0: onp.ndarray | None = field(default=None, repr=False)
+    #: f reads its float64 inputs only through float32 (:mod:`gradexplorer.fd.narrow`)
+    reads_float32: bool = False
+    _uncharged: int = field(default=0, repr=False)  # evaluations no report has counted
 
     def __post_init__(self):
         if self.evaluator is None:
@@ -119,7 +123,17 @@ class Problem:
         return kinds[0] if len(kinds) == 1 else "mixed (" + ", ".join(kinds) + ")"
 
     def spacing(self) -> onp.ndarray:
+        """Each coordinate's ulp in the precision f reads it in (float32's where f
+        reads float64 inputs through float32: :mod:`gradexplorer.fd.narrow`)."""
+        if self.reads_float32:
+            return float32_point(self.x0, self.coord_eps())[1]
         return coordinate_spacing(self.x0, self.cols.sides)
+
+    def charge(self) -> int:
+        """Evaluations spent on the problem itself (not by a checker) that no report
+        has counted yet; counted once, by the report that asks first."""
+        spent, self._uncharged = self._uncharged, 0
+        return spent
 
     def grow_to(self, method: str) -> onp.ndarray | None:
         """How far small-element steps may grow (None for a user's fixed step)."""
@@ -208,7 +222,7 @@ def build_problem(
         not_checked,
         backend=backend,
     )
-    return on_device(p, call.values)
+    return at_float32_point(on_device(p, call.values))
 
 
 def on_device(p: Problem, leaves: list) -> Problem:
@@ -217,6 +231,27 @@ def on_device(p: Problem, leaves: list) -> Problem:
     if p.backend.capabilities.devices and leaves:
         p.evaluator = device_evaluator(p, p.backend.device_kit(leaves[0]), leaves)
         p.evaluate_one = lambda x: p.evaluator(x[None])[0]
+    return p
+
+
+def at_float32_point(p: Problem) -> Problem:
+    """p at its point rounded to float32, where f reads its float64 inputs only
+    through float32 (f takes the same value there; steps on float32's grid are
+    steps f sees exactly, and a rule is judged where f's differences are taken)."""
+    reads, nfev = reads_in_float32(p.batch, p.x0, p.coord_eps())
+    p._uncharged += nfev
+    if not reads:
+        return p
+    point = float32_point(p.x0, p.coord_eps())[0]
+    p.vs, p._x0, p.reads_float32 = p.split(point), point, True
+    if isinstance(p.evaluator, DeviceEvaluator):  # its point, made anew where f runs
+        p.evaluator = device_evaluator(p, p.evaluator.kit)
+        p.evaluate_one = lambda x: p.evaluator(x[None])[0]
+    p.extra_notes.append(
+        "f reads x only through float32 (the same value across each float32 cell of x): "
+        "checked at x rounded to float32, where f's value is the same, with steps on "
+        "float32's grid."
+    )
     return p
 
 

@@ -15,6 +15,8 @@ import numpy as onp
 from .directional_result import HOPELESS, Directional, finish, resolution_floor
 from .entry_state import EntryNoise, Sides, kinked
 from .evaluation import Crossing
+from .fusing import fusable
+from .merging import merge_level
 from .noise import QUANTUM_STD, NoiseModel
 from .quantum import direction_quantum
 from .reasons import Unresolvable
@@ -95,6 +97,7 @@ class StepLevels:
         self.max_shrink = max_shrink
         self.nm = EntryNoise(noise, self.dir_eps, self.adaptive)
         self.nm.include_batch_spread(self.ev.batch_spread)
+        self.out_eps = out_eps
         self.q = self._quantum(out_eps)
         self.sides = Sides(k, y0.size) if self.adaptive else None
 
@@ -134,6 +137,7 @@ class StepLevels:
             # x (float32 inside f: a softmax's entry 2.4x larger 25% of x away, its
             # rounding too); pooled over directions, one input's own rise is diluted
             sigma = xp.fmax(sigma, xp.where(smooth & xp.isfinite(resid), resid, 0.0))
+            sigma = xp.fmax(sigma, dev.put(self._far_floor(F, idx)))
         lvl = combine(self.scheme, F, y0_x, hx, sigma, xp)
         lvl.consistent = lvl.consistent & smooth
         lvl = dev.fields(lvl)
@@ -142,6 +146,15 @@ class StepLevels:
             self.sides.update(idx, seen, lvl.consistent)
             self.sides.update_edge(idx, seen, lvl.finite)
         return lvl
+
+    def _far_floor(self, F, idx) -> onp.ndarray:
+        """The rounding floor at samples a grown step away: as large, relative to
+        their size, as around the point (x^3 - x in float32 is 11 at 1.6 from x =
+        -0.8, where it is 0.29: its rounding there is 40x what the probes saw)."""
+        with onp.errstate(all="ignore"):
+            rel = self.nm.floor[idx] / onp.maximum(self.noise.scale, onp.finfo(float).tiny)
+        far = self.dev.get(_largest(F, self.xp))
+        return onp.where(onp.isfinite(rel), rel * far, 0.0)
 
     def first_level(self, balance: float) -> None:
         """The base step's estimates; settled where consistent and (unless balance is
@@ -217,7 +230,7 @@ class StepLevels:
         rough = ~lvl.consistent & (lvl.trunc > ROUGH * lvl.noise) & (gap > kept_err) & apart
         # (an estimate that replaces a refuted one stays unproven until a level agrees)
         refuted = was_refuted | (self.has[active] & rough)
-        clash = _merge(
+        clash = merge_level(
             lvl, active, self.est, self.err, self.noise_err, self.has, self.settled,
             self.nonfinite, hs[active], self.kept_h, was_refuted,
         )  # fmt: skip
@@ -277,6 +290,7 @@ class StepLevels:
         # (a trustworthy estimate at a still larger step settles it after all)
         stair = self.stair
         stair[active] = (stair[active] | (flat[active] & moves[0] & moves[1])) & ~take
+        self._flat_on_grid(F, active, flat[active] & ~take)
         flat[active] &= ~(moves[0] | moves[1])
         sub_est, sub_err = est[active], err[active]
         est[active] = onp.where(take, lvl.est, sub_est)
@@ -285,6 +299,21 @@ class StepLevels:
         self.kept_h[active] = onp.where(take, hg[active][:, None], self.kept_h[active])
         # a consistent larger step that disagrees shows the old error was too small
         err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
+
+    def _flat_on_grid(self, F, active, was_flat) -> None:
+        """A flat entry whose output, at a larger step, moves on a coarse grid (float32
+        inside f: tanh one ulp below 1.0, flat for steps under 0.1) was flat only because
+        the grid's stair outlasted the smaller steps: all its samples within one stair
+        over 2h, ``|f'| < q / 2h``, its error (a plateau whose moving side is smooth, a
+        relu's dead zone, is a true zero and stays one)."""
+        if self.out_eps is None or not was_flat.any():
+            return
+        q = self.dev.get(direction_quantum(F, self.y0_x, self.out_eps, xp=self.xp))
+        seen = was_flat & (q > 0)
+        q_kept = self.q[active]
+        self.q[active] = onp.where(seen, onp.fmax(q_kept, q), q_kept)
+        stair_err = 0.5 * q / self.kept_h[active]
+        self.err[active] = onp.where(seen, onp.fmax(self.err[active], stair_err), self.err[active])
 
     def _curvature(self, F, h) -> onp.ndarray:
         """Per entry, f'' from the samples at ±h (the stencil's first two offsets)."""
@@ -335,6 +364,12 @@ class StepLevels:
         )  # fmt: skip
 
 
+@fusable()
+def _largest(F, xp=onp):
+    """Per direction and output, the largest finite |f| among the samples."""
+    return xp.max(xp.where(xp.isfinite(F), xp.abs(F), 0.0), axis=1)
+
+
 def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
     if coord_eps is None:
         return onp.zeros(k)
@@ -343,47 +378,3 @@ def _direction_eps(coord_eps, columns, vectors, k) -> onp.ndarray:
         return coord_eps[columns]
     moving = vectors != 0
     return onp.max(onp.where(moving, coord_eps[None, :], 0.0), axis=1, initial=0.0)
-
-
-def _merge(
-    lvl, active, est, err, noise, has, settled, nonfinite, h_new, kept_h, refuted
-) -> onp.ndarray:
-    """Fold one smaller-step level into the running estimates (in place); returns
-    where two consistent levels clashed in their leading digit (neither settled). A kept
-    estimate already ``refuted`` (inconsistent levels since) is replaced by a
-    disagreeing consistent level without a clash: it carries no weight."""
-    _noise_seen_finer(lvl, active, err, noise, has, h_new, kept_h)
-    prev_est, prev_err, prev_has = est[active], err[active], has[active]
-    gap = onp.abs(lvl.est - prev_est)
-    agree = prev_has & lvl.consistent & (gap <= lvl.err + prev_err)
-    # a consistent new level replaces an estimate it contradicts or improves on
-    take = lvl.consistent & (~prev_has | ~agree | (lvl.err < prev_err))
-    take &= ~settled[active]
-    new_est = onp.where(take, lvl.est, prev_est)
-    new_err = onp.where(take, lvl.err, prev_err)
-    # two consistent levels that disagree: the kept one is no surer than their gap
-    clash = prev_has & lvl.consistent & ~agree & ~settled[active] & ~refuted
-    new_err = onp.where(clash, onp.maximum(new_err, gap), new_err)
-    est[active], err[active] = new_est, new_err
-    noise[active] = onp.where(take, lvl.noise, noise[active])
-    kept_h[active] = onp.where(take, h_new[:, None], kept_h[active])
-    has[active] = prev_has | lvl.consistent
-    # settled once two consistent levels agree (a first consistent level after
-    # inconsistent ones needs a second to confirm it)
-    settled[active] |= agree
-    nonfinite[active] &= ~lvl.finite
-    # levels that disagree in their leading digit refute each other (an oscillation's
-    # aliased levels); a gap far below the estimates only widens the error
-    with onp.errstate(invalid="ignore"):
-        return clash & (gap > 0.5 * onp.maximum(onp.abs(lvl.est), onp.abs(prev_est)))
-
-
-def _noise_seen_finer(lvl, active, err, noise, has, h_new, kept_h) -> None:
-    """A smaller step's smooth stencil measures f's noise from more samples than the
-    probes did; where it measures more, the kept estimates (made at larger steps)
-    carry that noise too: an FD noise error scales as sigma / step."""
-    with onp.errstate(all="ignore"):
-        implied = lvl.noise * h_new[:, None] / kept_h[active]
-    more = has[active] & lvl.consistent & onp.isfinite(implied) & (implied > noise[active])
-    err[active] = onp.where(more, err[active] + (implied - noise[active]), err[active])
-    noise[active] = onp.where(more, implied, noise[active])

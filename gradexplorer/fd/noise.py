@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as onp
 
 from .fusing import fusable
+from .narrow import FLOAT32_EPS, on_narrow_grid, reads_float32
 from .quantum import output_quantum
 
 __all__ = ["estimate_noise", "NOISE_POINTS", "NoiseModel", "probe_noise"]
@@ -168,43 +169,6 @@ def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
         sigma = _sigma_from_lines(xp.stack(lines), xp)
     vals = xp.concatenate(blocks, axis=0)
     return (sigma if xp is onp else ev.to_host(sigma)), vals
-
-
-@fusable()
-def _on_narrow_grid(vals, y0, xp=onp):
-    """Per output, whether f's values (and f at the point) are all float32 numbers:
-    f computed in float32 (or narrower) and returned wider."""
-    vals = xp.concatenate([vals, y0[None, :]], axis=0)
-    finite = xp.isfinite(vals)
-    narrow = vals.astype(onp.float32).astype(vals.dtype) if xp is onp else xp.round_float32(vals)
-    same = narrow == vals
-    return xp.all(same | ~finite, axis=0)
-
-
-def _float32_cells(x0: onp.ndarray) -> onp.ndarray:
-    """x0 with every coordinate just inside the low and the high edge of its float32
-    cell (the float64s that round to x0's float32), then just outside them.
-
-    >>> cells = _float32_cells(onp.array([1.0]))[:, 0]
-    >>> [float(onp.float32(c)) for c in cells] == [1.0, 1.0, 1 - 2.0**-24, 1 + 2.0**-23]
-    True
-    """
-    with onp.errstate(all="ignore"):  # beyond float32's range: inf, refused by the caller
-        c = x0.astype(onp.float32)
-        below, above = (onp.nextafter(c, onp.float32(s * onp.inf)).astype(float) for s in (-1, 1))
-        low, high = (below + c) / 2, (c + above) / 2  # exact: float32s halved in float64
-        pad = 4 * onp.spacing(onp.fmax(onp.abs(low), onp.abs(high)))
-        return onp.stack([low + pad, high - pad, low - pad, high + pad])
-
-
-def _reads_float32(ev, x0: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
-    """Per output, whether f reads x only through its rounding to float32 (or
-    narrower): the same across each coordinate's cell, different just beyond it."""
-    rows = _float32_cells(x0)
-    if not onp.isfinite(rows).all():
-        return onp.zeros(y0.shape, bool)
-    Y = onp.asarray(ev(rows), dtype=float)
-    return (Y[0] == y0) & (Y[1] == y0) & ((Y[2] != y0) | (Y[3] != y0))
 
 
 @fusable()
@@ -380,10 +344,10 @@ def probe_noise(
             # whose values are no float32's) stay f's shape: flat inside a stair
             # so are x's float32 stairs where f goes on in float64 (exp(x.astype(float32))):
             # flat across x's float32 cells, moving just beyond (round(x, k)'s are not)
-            rounding = host(_on_narrow_grid(xp.concatenate(samples, axis=0), y0_x, xp))
+            rounding = host(on_narrow_grid(xp.concatenate(samples, axis=0), y0_x, xp))
             moved = host(_moved(vals, y0_x, xp))
             if onp.any(noisy & ~moved & ~rounding):
-                rounding |= _reads_float32(ev, x0, y0)
+                rounding |= reads_float32(ev, x0, y0)
                 nfev += 4
             noisy &= moved | ~rounding
         finer = noisy & (sigma < fine)
@@ -397,4 +361,20 @@ def probe_noise(
     # a kink 2e-8 from x is "noise" to the fine probe alone, and no reason for steps to
     # stop shrinking short of it
     coarse = onp.where(onp.isfinite(persistent), onp.fmax(coarse, persistent), coarse)
-    return NoiseModel(coarse, fine, model.floor, mag, model.quantum, depth), nfev
+    floor = onp.fmax(
+        model.floor, _float32_floor(xp.concatenate(samples, axis=0), y0_x, mag, xp, host)
+    )
+    return NoiseModel(coarse, fine, floor, mag, model.quantum, depth), nfev
+
+
+def _float32_floor(samples, y0_x, mag, xp, host) -> onp.ndarray:
+    """float32's rounding per output where f's outputs are float32 numbers returned
+    wider (else 0). Evidence from the outputs that moved, all of whose values are
+    float32s (2^-29 by chance for each float64 value); then an output flat across every
+    probe, on float32's grid too, is flat on a float32 stair (tanh one ulp below 1.0,
+    flat for steps under 0.1): its rounding is float32's, not its own."""
+    narrow = host(on_narrow_grid(samples, y0_x, xp))
+    moved = host(_moved(samples, y0_x, xp))
+    if not (narrow & moved).any():
+        return onp.zeros(mag.shape)
+    return onp.where(narrow, QUANTUM_STD * FLOAT32_EPS * mag, 0.0)

@@ -1,0 +1,148 @@
+"""Functions that take float64 and compute in float32 (``x.astype(np.float32)``).
+
+Such an f reads x through float32's stairs: it is checked at x rounded to float32
+with steps on float32's grid (:mod:`gradexplorer.fd.narrow`). Over the gallery's
+real examples, each turned into that kind of function with its hand-derived rule:
+the right rule passes in both modes and a rule off by 1e-3 in its largest entry
+fails at exactly that entry (before, 16 of 76 such rules passed and 2 right ones
+failed).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gradexplorer as gx
+from gradexplorer.fd.narrow import float32_cells, float32_point, reads_in_float32
+from gradexplorer.gallery.examples import EXAMPLES
+
+REAL = [ex for ex in EXAMPLES.values() if not ex.complex]
+EPS64 = np.full(3, 2.0**-52)
+
+
+def in_float32(ex, args, off=0.0, at=None, seen=None):
+    """The example computed in float32 from float64 x (its other inputs held), with
+    its hand-derived rule (entry ``at`` off by ``off``); ``seen`` collects the
+    points the rule is evaluated at."""
+    others = args[1:]
+    narrow = [np.asarray(o, np.float32) for o in others]
+
+    def body(x):
+        return np.asarray(ex.f(x.astype(np.float32), *narrow), dtype=np.float64)
+
+    f = gx.primitive(body)
+
+    def vjp(ans, x):
+        if seen is not None:
+            seen.append(np.array(x))
+        J = np.asarray(ex.jacobian(x, *others)[0], float).reshape(-1, x.size).copy()
+        if at is not None:
+            J[at] *= 1 + off
+        return lambda g: (np.ravel(g) @ J).reshape(x.shape)
+
+    gx.defvjp(f, vjp)
+    return f
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("ex", REAL, ids=lambda ex: ex.name)
+def test_right_rules_pass_and_are_judged_at_x_in_float32(ex, mode):
+    for seed in range(2):
+        args = ex.args(seed)
+        seen: list = []
+        r = gx.check_grads(in_float32(ex, args, seen=seen), args[0], mode=mode, rng=seed)
+        assert r.passed, str(r)
+        if any("through float32" in n for n in r.notes):  # every rule call at float32's x
+            assert seen and all(np.array_equal(s, s.astype(np.float32)) for s in seen)
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("ex", REAL, ids=lambda ex: ex.name)
+def test_a_rule_off_by_1e3_is_found_at_its_entry(ex, mode):
+    for seed in range(2):
+        args = ex.args(seed)
+        J = np.asarray(ex.jacobian(*args)[0]).reshape(-1, args[0].size)
+        at = tuple(int(a) for a in np.unravel_index(np.argmax(np.abs(J)), J.shape))
+        r = gx.check_grads(in_float32(ex, args, 1e-3, at), args[0], mode=mode, rng=seed)
+        assert r.outcome is gx.Outcome.FAILED, str(r)
+        assert {(e.row, e.col) for e in r.mismatches} == {at}, str(r)
+
+
+def test_the_report_says_how_f_was_read():
+    f = gx.primitive(lambda x: np.sin(3 * x.astype(np.float32)).astype(float))
+    gx.defvjp(f, lambda ans, x: lambda g: g * 3 * np.cos(3 * x))
+    r = gx.check_grads(f, np.linspace(-1.3, 1.7, 9))
+    assert r.passed, str(r)
+    note = next(n for n in r.notes if "through float32" in n)
+    assert "rounded to float32" in note and "float32's grid" in note
+
+
+def test_float32_reading_is_told_from_float64_functions():
+    x0 = np.array([0.3, -1.7, 2.5])
+    f32 = lambda X: np.tanh(X.astype(np.float32)).astype(float)  # noqa: E731
+    assert reads_in_float32(f32, x0, EPS64) == (True, 5)
+    # float64 anywhere in f (a term of 1e-6 x), or no output that moves, or x already
+    # float32 (nothing finer to read), or x not finite: no float32 reading
+    mixed = lambda X: f32(X) + 1e-6 * X  # noqa: E731
+    assert reads_in_float32(mixed, x0, EPS64) == (False, 5)
+    assert reads_in_float32(lambda X: np.zeros_like(X), x0, EPS64) == (False, 5)
+    assert reads_in_float32(f32, x0, np.full(3, 2.0**-23)) == (False, 0)
+    assert reads_in_float32(f32, np.array([0.3, np.nan, 1.0]), EPS64) == (False, 0)
+    # beyond float32's range x cannot be read in float32
+    assert reads_in_float32(f32, np.array([1e300, 1.0, 2.0]), EPS64) == (False, 0)
+
+
+def test_nan_outputs_do_not_hide_a_float32_reading():
+    x0 = np.array([0.3, -1.7, 2.5])
+    f = lambda X: np.log(X.astype(np.float32)).astype(float)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert reads_in_float32(f, x0, EPS64)[0]
+
+
+def test_the_point_and_its_spacing():
+    x0 = np.array([0.1, 1e-3, -7.25])
+    point, spacing = float32_point(x0, EPS64)
+    assert np.array_equal(point, x0.astype(np.float32).astype(float))
+    assert np.array_equal(spacing, np.spacing(np.abs(x0).astype(np.float32)).astype(float))
+    # a float32 coordinate beside float64 ones keeps its own ulp
+    point, spacing = float32_point(x0, np.array([2.0**-52, 2.0**-23, 2.0**-52]))
+    assert point[1] == x0[1] and spacing[1] == np.spacing(x0[1])
+    cells = float32_cells(x0)
+    inside = cells[:2].astype(np.float32)
+    assert np.array_equal(inside[0], x0.astype(np.float32))
+    assert np.array_equal(inside[1], x0.astype(np.float32))
+    assert not np.any(cells[2:].astype(np.float32) == x0.astype(np.float32))
+
+
+def test_steps_land_on_float32s_grid():
+    """Every point the finite differences' column stencils put f at is a float32
+    number, wherever it can be (within x's own binade or a finer one; beyond, x
+    itself is off the wider binade's grid): no step is rounded before f sees it.
+    The noise probes' points, on random lines, are off the grid by design."""
+    import gradexplorer.fd.levels as levels
+
+    seen: list = []
+    sample = levels.Sampler.__call__
+
+    def spy(self, idx, h, offsets):
+        if self.columns is not None:
+            for k, i in enumerate(idx):
+                j = self.columns[i]
+                seen.append((self.x0[j], self.x0[j] + offsets * h[k]))
+        return sample(self, idx, h, offsets)
+
+    f = gx.primitive(lambda x: np.sin(3 * x.astype(np.float32)).astype(float))
+    gx.defvjp(f, lambda ans, x: lambda g: g * 3 * np.cos(3 * x))
+    x = np.random.default_rng(3).standard_normal(12)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(levels.Sampler, "__call__", spy)
+        assert gx.check_grads(f, x, mode="full").passed
+    assert seen
+    for x0, points in seen:
+        within = np.frexp(np.abs(points))[1] <= np.frexp(abs(x0))[1]
+        inside = points[within]
+        assert np.array_equal(inside, inside.astype(np.float32).astype(float)), (x0, points)
