@@ -135,5 +135,6 @@ def test_check_grads_hands_its_points_to_the_executor():
 
     ex = gallery.get("softmax")
     r = gx.check_grads(ex.f, *ex.args(), executor=counting_map)
-    # all the finite differences (f at the point itself is taken in this process)
-    assert r.passed and 0.9 * r.nfev <= sum(chunks) < r.nfev
+    # all the finite differences: f at the point (twice) and the probe of how f reads x
+    # (x0 and four points at its float32 cells: gradexplorer.fd.narrow) are taken here
+    assert r.passed and r.nfev - 7 <= sum(chunks) < r.nfev

@@ -53,6 +53,73 @@ def test_deep_function_traces_about_thirty_operations_and_only_one_is_wrong():
 def test_right_functions_have_no_culprit(ex):
     loc = gx.locate(ex.f, *ex.args(), wrt=ex.wrt)
     assert loc.culprit is None, str(loc)
+    assert not loc.cuts, str(loc)  # no input reaches an operation outside the AD graph
+
+
+def _cut_cases():
+    """(system, f, the operation whose 1st input is cut off, x): a value that depends on
+    x made a constant of the graph, the ways each framework allows."""
+    from autograd.tracer import getval
+
+    cases = [
+        ("autograd", lambda v: anp.sum(getval(anp.sin(v)) * v), "multiply", np.linspace(0.1, 1, 4))
+    ]
+    try:
+        import torch
+
+        x = torch.linspace(0.1, 1.0, 4, dtype=torch.float64)
+        cases += [
+            ("torch", lambda v: (torch.sin(v).detach() * v).sum(), "mul", x),
+            ("torch", lambda v: (torch.sin(v).data * v).sum(), "mul", x),
+            ("torch", lambda v: (torch.tensor(v.sum().item()) * v).sum(), "mul", x),
+        ]
+    except ImportError:
+        pass
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        stop = jax.lax.stop_gradient
+        cases.append(
+            ("jax", lambda v: jnp.sum(stop(jnp.sin(v)) * v), "mul", jnp.linspace(0.1, 1.0, 4))
+        )
+    except ImportError:
+        pass
+    return cases
+
+
+@pytest.mark.parametrize(
+    ("system", "f", "op", "x"), _cut_cases(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_an_input_cut_off_the_graph_is_named(system, f, op, x):
+    """All operations are right, f's derivative is not: locate names the operation whose
+    input depends on x outside the AD graph, with the line it is on."""
+    assert not gx.check_grads(f, x).passed
+    loc = gx.locate(f, x)
+    assert loc.culprit is None and [n.name for n in loc.cuts] == [op], str(loc)
+    assert loc.cuts[0].cut == (0,)
+    assert loc.cuts[0].cut_from[0].split(" at ")[0] in ("sin", "sum"), loc.cuts[0].cut_from
+    text = str(loc)
+    assert "outside the AD graph" in text and "1st input cut off" in text
+    assert "test_locate.py:" in loc.cuts[0].source
+    assert "outside the AD graph" in loc._repr_html_()
+
+
+def test_a_cut_that_cancels_is_named_but_blames_nothing():
+    """logsumexp with its max held constant (for stability, added back): its derivative is
+    right, and locate still says where the max reaches the graph as a constant."""
+    from autograd.tracer import getval
+
+    def lse(x):
+        m = getval(anp.max(x))
+        return m + anp.log(anp.sum(anp.exp(x - m)))
+
+    x = np.linspace(0.1, 1.0, 4)
+    assert gx.check_grads(lse, x).passed
+    loc = gx.locate(lse, x)
+    assert loc.culprit is None
+    assert [(n.name, n.cut) for n in loc.cuts] == [("subtract", (1,)), ("add", (0,))], str(loc)
+    assert "harmless only where its effects cancel" in str(loc)
 
 
 def test_right_custom_primitive_has_no_culprit():

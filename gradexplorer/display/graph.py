@@ -68,6 +68,9 @@ def _title(loc: Any, width: float) -> str:
             f"locate({name}): culprit: {c.name}{inside}, {c.verdict} "
             f"(violation {c.local_error:.2g}), operation {c.index + 1} of {n}"
         )
+    cuts = getattr(loc, "cuts", ())
+    if c is None and cuts:
+        text += f"; {len(cuts)} with an input cut off the AD graph"
     chars = max(int(width * 72 / (0.6 * _TITLE)), 20)
     text = textwrap.fill(text, chars, subsequent_indent="  ")
     if c is not None:
@@ -75,10 +78,20 @@ def _title(loc: Any, width: float) -> str:
     return text
 
 
-def _head(c: Any) -> list[tuple[str, str]]:
-    """What goes under the title: the culprit's code line, and where its rule is written."""
+def _head(loc: Any) -> list[tuple[str, str]]:
+    """What goes under the title: the culprit's code line, and where its rule is written;
+    without a culprit, the first operation whose input is cut off the AD graph."""
+    c = loc.culprit
     if c is None:
-        return []
+        cuts = getattr(loc, "cuts", ())
+        if not cuts:
+            return []
+        cut = cuts[0]
+        made = next((m for m in getattr(cut, "cut_from", ()) if m), "")
+        said = f"the input of {cut.label} at {cut.source} depends on x outside the AD graph" + (
+            f": the value of {made}" if made else ""
+        )
+        return [("text", said)] + ([("code", cut.code)] if cut.code else [])
     items = [("code", c.code)] if c.code else []
     if getattr(c, "rule_elsewhere", False) and c.rule is not None:
         items.append(("text", f"its {c.verdict.rule} rule, {c.rule.where}:"))
@@ -120,7 +133,8 @@ def _draw_head(ax: Any, head: list, width: float) -> float:
                 bbox=dict(boxstyle="round,pad=0.25", fc="#fff3e8", ec="#e66101", lw=0.8),
             )
         else:
-            ax.text(0, y - 0.1, text, fontsize=_LABEL + 0.5, va="center", ha="left", clip_on=False)
+            chars = int((width - 0.1) * 72 / (0.55 * (_LABEL + 0.5)))
+            ax.text(0, y - 0.1, fit(text, chars), fontsize=_LABEL + 0.5, va="center", ha="left")
         y -= _ITEM_H[kind]
     return y
 
@@ -165,7 +179,7 @@ def plot_localization(loc: Any, fig: Any = None) -> Figure:
     graph_w = W - side_w - 2 * margin
     title = _title(loc, W - 2 * margin)
     top = margin + (title.count("\n") + 1) * _TITLE * 1.3 / 72 + 0.08  # axes top, from the top
-    head = _head(c)
+    head = _head(loc)
     head_h = sum(_ITEM_H[kind] for kind, _ in head) + 0.32  # and the legend
 
     drawn = boxes(loc)

@@ -17,7 +17,9 @@ from ..backends.base import OpRecord
 from ..core.tree import flatten, float_kind
 from ..fd.steps import default_step
 
-__all__ = ["tangents_in_context", "random_tangents", "float_leaves", "real_vector", "shapes"]
+__all__ = [
+    "tangents_in_context", "random_tangents", "float_leaves", "real_vector", "shapes", "cut_inputs",
+]  # fmt: skip
 
 
 def real_vector(leaf: Any) -> onp.ndarray:
@@ -50,8 +52,11 @@ def _aligned(a: list[OpRecord], b: list[OpRecord]) -> int:
 
 def tangents_in_context(call, values, specs, records, gen, directions, backend):
     """For each record and each direction: the tangent of each traced argument
-    (a structure like the argument), from re-traces at x ± ε·v."""
+    (a structure like the argument), from re-traces at x ± ε·v; how many leading
+    records every re-trace aligned with; and per record, the positions of the
+    arguments outside the AD graph whose values move with x (:func:`cut_inputs`)."""
     out = [[] for _ in records]
+    cut: list[set] = [set() for _ in records]
     aligned_all = len(records)
     for _ in range(directions):
         plus, minus = [], []
@@ -76,6 +81,7 @@ def tangents_in_context(call, values, specs, records, gen, directions, backend):
         aligned_all = min(aligned_all, k)
         for i in range(min(k, len(records))):
             rec = records[i]
+            cut[i] |= cut_inputs(rec, rp[i], rm[i])
             tans = []
             for a in rec.argnums:
                 ap, am = rp[i].args[a], rm[i].args[a]
@@ -89,7 +95,48 @@ def tangents_in_context(call, values, specs, records, gen, directions, backend):
                         tl.append(None)
                 tans.append((tree, tl))
             out[i].append(tans)
-    return out, aligned_all
+    return out, aligned_all, [tuple(sorted(c)) for c in cut]
+
+
+def cut_inputs(rec: OpRecord, plus: OpRecord, minus: OpRecord) -> set:
+    """Positions of ``rec``'s float arguments outside the AD graph (not in
+    ``argnums``) that differ between the re-traces at x ± ε·v by more than their
+    rounding: values that depend on x but reach the operation as constants
+    (``detach()``, ``.data``, ``.item()``, ``stop_gradient``, a trip through numpy).
+
+    >>> import numpy as np
+    >>> from gradexplorer.backends.base import OpRecord
+    >>> rec = lambda a: OpRecord(0, np.multiply, (a, np.ones(2)), {}, (1,), (), None, ())
+    >>> cut_inputs(rec(np.zeros(2)), rec(np.array([1e-9, 0])), rec(np.array([-1e-9, 0])))
+    {0}
+    >>> cut_inputs(rec(np.zeros(2)), rec(np.zeros(2)), rec(np.zeros(2)))
+    set()
+    """
+    moved = set()
+    for a in range(len(rec.args)):
+        if a in rec.argnums or a >= len(plus.args) or a >= len(minus.args):
+            continue
+        if _moves(plus.args[a], minus.args[a]):
+            moved.add(a)
+    return moved
+
+
+def _moves(p: Any, m: Any) -> bool:
+    lp, tree = flatten(p)
+    lm, tree_m = flatten(m)
+    if tree != tree_m:
+        return False
+    for x1, x2 in zip(lp, lm):
+        if float_kind(x1) not in ("real", "complex") or onp.shape(x1) != onp.shape(x2):
+            continue
+        a, b = onp.asarray(x1), onp.asarray(x2)
+        with onp.errstate(all="ignore"):
+            gap = onp.abs(a - b)
+            size = onp.fmax(onp.abs(a), onp.abs(b))
+            rounding = 64 * onp.finfo(onp.result_type(a.dtype, onp.float32)).eps * size
+            if onp.any((gap > rounding) & onp.isfinite(gap)):
+                return True
+    return False
 
 
 def _cast(new, old, spec):

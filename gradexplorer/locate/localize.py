@@ -89,7 +89,7 @@ def _locate(prep, gen, directions: int, system) -> Localization:
     call = bind_prepared(prep, system, constants_ok=False)
     values, specs = call.values, call.specs
     records = system.record(call, values)
-    tangents, aligned = tangents_in_context(
+    tangents, aligned, cut = tangents_in_context(
         call, values, specs, records, gen, max(1, int(directions)), system
     )
     nodes, culprit = [], None
@@ -123,8 +123,22 @@ def _locate(prep, gen, directions: int, system) -> Localization:
             group,
             rule,
             reason,
+            cut[i] if i < aligned else (),
+            tuple(_made_by(records, i, a, site_of, system) for a in cut[i]) if i < aligned else (),
         )
         nodes.append(node)
         if culprit is None and node.wrong:
             culprit = node
     return Localization(tuple(nodes), culprit, getattr(f, "__name__", "f"))
+
+
+def _made_by(records: list, i: int, a: int, site_of: Callable, system: Any) -> str:
+    """Where the value of record i's argument a was made, as ``name at file:line``: the
+    latest earlier operation whose output it equals ("" where none does)."""
+    value = onp.asarray(records[i].args[a])
+    for rec in reversed(records[:i]):
+        out = rec.value
+        if onp.shape(out) == value.shape and onp.array_equal(onp.asarray(out), value):
+            site = site_of(rec, system)
+            return f"{rec.name} at {site.where}" if site is not None else rec.name
+    return ""

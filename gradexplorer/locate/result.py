@@ -60,6 +60,9 @@ class OpNode:
     call's first operation (the node's own index when it is not part of one).
     For the culprit, ``rule`` is where its wrong rule is written (the function
     given to ``defvjp``, a Function's ``backward``), when that is user code.
+    ``cut`` holds the positions of the operation's inputs that depend on x but
+    reach it outside the AD graph (``detach()``, ``.data``, ``.item()``,
+    ``stop_gradient``, a trip through numpy): f's derivative ignores how they move.
     """
 
     index: int
@@ -77,6 +80,9 @@ class OpNode:
     group: int = -1
     rule: Site | None = field(default=None, repr=False)
     reason: str = ""
+    cut: tuple[int, ...] = ()
+    #: per cut input, the operation whose value it is (``sin at file.py:3``), or ""
+    cut_from: tuple[str, ...] = ()
 
     @property
     def rule_elsewhere(self) -> bool:
@@ -104,12 +110,36 @@ class OpNode:
     @property
     def reading(self) -> str:
         """The verdict in words, with the reason an operation was not checked."""
-        return f"{self.verdict}: {self.reason}" if self.reason else str(self.verdict)
+        reading = f"{self.verdict}: {self.reason}" if self.reason else str(self.verdict)
+        if self.cut:
+            which = ", ".join(_ordinal(a + 1) for a in self.cut)
+            reading += f"; {which} input cut off"
+        return reading
+
+    @property
+    def cut_text(self) -> str:
+        """The cut inputs in words, with where they are (empty where none is)."""
+        if not self.cut:
+            return ""
+        which = " and ".join(_ordinal(a + 1) for a in self.cut)
+        made = [m for m in self.cut_from if m]
+        whose = f" (the value of {' and '.join(made)})" if made else ""
+        return (
+            f"the {which} input of {self.label} at {self.source}{whose} depends on x but "
+            "reaches it "
+            "outside the AD graph (detach(), .data, .item(), stop_gradient or a trip through "
+            "numpy): f's derivative ignores how it moves (harmless only where its effects "
+            "cancel, as a max subtracted for stability and added back)"
+        )
 
     def __str__(self) -> str:
         err = f"{self.local_error:.3g}" if onp.isfinite(self.local_error) else "-"
         name = f"{self.call}: {self.name}" if self.call and self.call != self.name else self.name
         return f"#{self.index:<3} {name:<16} {self.source:<36} {self.reading:<12} {err}"
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -124,6 +154,11 @@ class Localization:
     def unchecked(self) -> tuple[OpNode, ...]:
         return tuple(n for n in self.nodes if not n.checked)
 
+    @property
+    def cuts(self) -> tuple[OpNode, ...]:
+        """Operations with an input that depends on x outside the AD graph."""
+        return tuple(n for n in self.nodes if n.cut)
+
     def __repr__(self) -> str:
         return f"<Localization of {self.function}: {self._headline()}>"
 
@@ -135,11 +170,19 @@ class Localization:
         if not n:
             return "no operation depends on the input"
         if skipped:
-            return (
+            head = (
                 f"{n - skipped} of {n} operations checked, all with right derivatives; "
                 f"{skipped} not checked (see below)"
             )
-        return f"all {n} operations have right derivatives"
+        else:
+            head = f"all {n} operations have right derivatives"
+        if self.cuts:
+            k = len(self.cuts)
+            head += (
+                f", but {k} {'takes an input' if k == 1 else 'take inputs'} that depend"
+                f"{'s' if k == 1 else ''} on x outside the AD graph (see below)"
+            )
+        return head
 
     def __str__(self) -> str:
         lines = [
@@ -149,6 +192,8 @@ class Localization:
         for n in self.nodes:
             mark = ">" if n is self.culprit else " "
             lines.append(f"{mark} {n}")
+        for n in self.cuts:
+            lines.append(f"  ! {n.cut_text}" + (f"\n    {n.source}: {n.code}" if n.code else ""))
         c = self.culprit
         if c is not None and c.code:
             lines.append(f"  {c.source}: {c.code}")
@@ -175,10 +220,14 @@ class Localization:
                 f"<td><code>{html.escape(n.source)}</code>{code}</td>"
                 f"<td>{html.escape(n.reading)}</td><td>{err}</td></tr>"
             )
+        cuts = "".join(
+            f"<li>{html.escape(n.cut_text)}: <code>{html.escape(n.code)}</code></li>"
+            for n in self.cuts
+        )
         return (
             f"<div><b>{html.escape(self._headline())}</b><table><tr><th>#</th>"
             "<th>operation</th><th>called at</th><th>verdict</th><th>violation</th></tr>"
-            f"{''.join(rows)}</table></div>"
+            f"{''.join(rows)}</table>{f'<ul>{cuts}</ul>' if cuts else ''}</div>"
         )
 
     def _repr_png_(self) -> bytes:
