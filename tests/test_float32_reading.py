@@ -146,3 +146,55 @@ def test_steps_land_on_float32s_grid():
         within = np.frexp(np.abs(points))[1] <= np.frexp(abs(x0))[1]
         inside = points[within]
         assert np.array_equal(inside, inside.astype(np.float32).astype(float)), (x0, points)
+
+
+def _diagonal(fn, rule):
+    """f with an elementwise rule (its Jacobian is diagonal)."""
+    f = gx.primitive(fn)
+    gx.defvjp(f, lambda ans, x: lambda g: g * rule(x))
+    return f
+
+
+def _with(d, at, value):
+    d = np.array(d, dtype=float)
+    d[at] = value
+    return d
+
+
+_SAT = [11.65, -10.08, 0.33, -1.30, 0.91, 0.45, -0.54, 0.58]
+_CLIP = [1.77, -2.16, 0.57, -0.73, 0.18, 0.41, -0.56, -0.80]
+_RELU = [0.0013, -0.0002, -0.0007, -2.44, 1.80, 1.14, -0.33, 0.77]
+_LINEAR = [2.04, -2.44, -0.83, -0.87, 0.56, 0.74, 0.19, 0.41]
+#: (name, f's body, its right rule, x, the entry a wrong rule moves, the wrong value there):
+#: flat and saturated regions, an exactly linear float32 entry, float32's subnormals, a
+#: float64 staircase beside a linear block. Each wrong slope was missed by an earlier
+#: version of the float32 rounding floors (an adversarial review's findings).
+EDGES = [
+    ("float16 clip, saturated", lambda x: np.clip(x.astype(np.float16), -1, 1).astype(float),
+     lambda x: (np.abs(x) < 1) * 1.0, _CLIP, 0, 1e-3),
+    ("float32 clip, linear entry", lambda x: np.clip(x.astype(np.float32), -1, 1).astype(float),
+     lambda x: (np.abs(x) < 1) * 1.0, _LINEAR, 3, 1.0001),
+    ("float32 relu, flat", lambda x: np.maximum(x.astype(np.float32), 0).astype(float),
+     lambda x: (x > 0) * 1.0, _RELU, 3, 1e-4),
+    ("float32 tanh, saturated", lambda x: np.tanh(x.astype(np.float32)).astype(float),
+     lambda x: 1 - np.tanh(x) ** 2, _SAT, 1, 1e-5),
+    ("float32 3x, subnormal x", lambda x: (3 * x.astype(np.float32)).astype(float),
+     lambda x: np.full(x.shape, 3.0), np.array(_CLIP) * 1e-41, 0, 3.003),
+    ("float64 floor beside 3x", lambda x: np.concatenate([np.floor(x[:4]), 3.0 * x[4:]]),
+     lambda x: np.concatenate([np.zeros(4), np.full(4, 3.0)]),
+     [0.25, -0.25, 0.75, 0.1, -0.5, 0.25, 1.25, 1.0], 1, 1e-3),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize(
+    ("name", "fn", "rule", "x", "at", "wrong"), EDGES, ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_flat_saturated_and_exact_entries(name, fn, rule, x, at, wrong, mode):
+    x = np.array(x, dtype=float)
+    right = gx.check_grads(_diagonal(fn, rule), x, mode=mode, rng=0)
+    assert right.outcome is not gx.Outcome.FAILED, str(right)
+    bad = _diagonal(fn, lambda v: _with(rule(v), at, wrong))
+    r = gx.check_grads(bad, x, mode=mode, rng=0)
+    assert r.outcome is gx.Outcome.FAILED, str(r)
+    assert {(e.row, e.col) for e in r.mismatches} == {(at, at)}, str(r)

@@ -105,10 +105,10 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
     for (i, j), step in flats.items():
         if (i, j) in jumps:
             continue
-        # unchanged at x ± step and x ± 64 step: |f'| <= its least change / (64 step): an
+        # unchanged over x ± step (the widest seen): |f'| <= its least change / step: an
         # ulp of f, or the quantum of the staircase f moves on (cancellation: (1e12 x +
         # sin x) - 1e12 x moves in quanta of 0.25, flat over a step where cos x is not 0)
-        local = max(float(least[i, j]), onp.finfo(float).tiny) / (64 * step)
+        local = max(float(least[i, j]), onp.finfo(float).tiny) / step
         if est.N[i, j] == 0 and jd.E[i, j] <= local:
             continue  # the finite differences say 0 already, and more sharply (larger steps)
         est.N[i, j], jd.E[i, j] = 0.0, local

@@ -51,7 +51,8 @@ def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, dict, in
     quotient that scales like 1/h between two steps 64x apart); ``{(i, j): step}``
     of those where f is exactly flat on both sides at both steps (a staircase
     whose stairs are narrower than the finite differences' step: f is constant at
-    x, its derivative 0 there), with the smaller step; and the evaluations it took."""
+    x, its derivative 0 there), with the widest step f stays flat over; and the
+    evaluations it took."""
     if not len(cells):
         return {}, {}, 0
     columns = onp.array(sorted({int(j) for _, j in cells})[:limit])
@@ -87,13 +88,39 @@ def find_jumps(p: Problem, cells, est, limit: int = 200) -> tuple[dict, dict, in
             t = pos.get(int(j))
             if t is not None and jump[t, i] and (int(i), int(j)) not in jumps:
                 jumps[(int(i), int(j))] = float(q1[t, i] * base[t] * 2.0**6 * sign)
-    small = exact_steps(x0[columns], p.steps("forward")[columns] * 2.0**6, spacing[columns])
+    reach, more = _flat_reach(p, columns, flat, est.y0)
     flats = {
-        (int(i), int(j)): float(small[pos[int(j)]])
+        (int(i), int(j)): float(reach[pos[int(j)], int(i)])
         for i, j in cells
         if int(j) in pos and flat[pos[int(j)], int(i)]
     }
-    return jumps, flats, nfev
+    return jumps, flats, nfev + more
+
+
+def _flat_reach(p: Problem, columns, flat, y0) -> tuple[onp.ndarray, int]:
+    """Per flat cell, the widest step h with f(x ± h) = f(x), growing 64x from the
+    4096 forward steps where flatness was seen, while f stays flat, up to half x's size
+    (or 1): a clip's saturated entry is flat to its bound (0.77 from x = 1.77), which
+    bounds its slope by f's least change over that, not over 1e-4."""
+    base = p.steps("forward")[columns]
+    x0, spacing = p.x0, p.spacing()
+    reach = onp.where(flat, exact_steps(x0[columns], base * 2.0**12, spacing[columns])[:, None], 0.0)
+    limit = 0.5 * onp.maximum(onp.abs(x0[columns]), 1.0)
+    nfev, factor = 0, 2.0**18
+    still = flat.copy()
+    while True:
+        steps = exact_steps(x0[columns], base * factor, spacing[columns])
+        live = onp.flatnonzero(still.any(axis=1) & (steps <= limit))
+        if not live.size:
+            return reach, nfev
+        for sign in (1.0, -1.0):
+            X = onp.repeat(x0[None], live.size, axis=0)
+            X[onp.arange(live.size), columns[live]] += sign * steps[live]
+            Y = onp.asarray(p.batch(X), dtype=float)
+            nfev += live.size
+            still[live] &= Y == y0[None, :]
+        reach[live] = onp.where(still[live], steps[live][:, None], reach[live])
+        factor *= 64.0
 
 
 def least_change(p: Problem, est) -> onp.ndarray:

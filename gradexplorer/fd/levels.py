@@ -103,15 +103,21 @@ class StepLevels:
 
     def _quantum(self, out_eps) -> onp.ndarray:
         """Per entry, the staircase f's output moves on along the direction."""
+        probed = None if self.noise.quantum is None else self.noise.quantum[None, :]
         if out_eps is not None:
             # the stencil spans more of f than the noise probes: where its samples along
             # a direction lie on a coarse grid, that grid is the entry's rounding floor
             q = self.dev.get(direction_quantum(self.F0, self.y0_x, out_eps, xp=self.xp))
+            if probed is not None:
+                # but a grid the probes' random spacings saw finer is the output's own: the
+                # stencil's steps, whole multiples of 40 ulps, put a linear f's samples on a
+                # grid 4-8x coarser (x itself, on float32's grid, read as moving by 8 ulps)
+                q = onp.where(probed > 0, onp.fmin(q, probed), q)
             self.nm.raise_floor(QUANTUM_STD * q)
         else:
             q = onp.zeros((self.k, self.y0.size))
-        if self.noise.quantum is not None:
-            q = onp.fmax(q, self.noise.quantum[None, :])
+        if probed is not None:
+            q = onp.fmax(q, probed)
         return q
 
     def judged(self, F, hv, idx, sigma_probe, track_sides=True, own=False):
@@ -290,7 +296,6 @@ class StepLevels:
         # (a trustworthy estimate at a still larger step settles it after all)
         stair = self.stair
         stair[active] = (stair[active] | (flat[active] & moves[0] & moves[1])) & ~take
-        self._flat_on_grid(F, active, flat[active] & ~take)
         flat[active] &= ~(moves[0] | moves[1])
         sub_est, sub_err = est[active], err[active]
         est[active] = onp.where(take, lvl.est, sub_est)
@@ -299,21 +304,6 @@ class StepLevels:
         self.kept_h[active] = onp.where(take, hg[active][:, None], self.kept_h[active])
         # a consistent larger step that disagrees shows the old error was too small
         err[active] = onp.where(better & ~agree, onp.maximum(sub_err, gap), err[active])
-
-    def _flat_on_grid(self, F, active, was_flat) -> None:
-        """A flat entry whose output, at a larger step, moves on a coarse grid (float32
-        inside f: tanh one ulp below 1.0, flat for steps under 0.1) was flat only because
-        the grid's stair outlasted the smaller steps: all its samples within one stair
-        over 2h, ``|f'| < q / 2h``, its error (a plateau whose moving side is smooth, a
-        relu's dead zone, is a true zero and stays one)."""
-        if self.out_eps is None or not was_flat.any():
-            return
-        q = self.dev.get(direction_quantum(F, self.y0_x, self.out_eps, xp=self.xp))
-        seen = was_flat & (q > 0)
-        q_kept = self.q[active]
-        self.q[active] = onp.where(seen, onp.fmax(q_kept, q), q_kept)
-        stair_err = 0.5 * q / self.kept_h[active]
-        self.err[active] = onp.where(seen, onp.fmax(self.err[active], stair_err), self.err[active])
 
     def _curvature(self, F, h) -> onp.ndarray:
         """Per entry, f'' from the samples at ±h (the stencil's first two offsets)."""
