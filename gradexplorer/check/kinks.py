@@ -104,7 +104,8 @@ def _flat_reach(p: Problem, columns, flat, y0) -> tuple[onp.ndarray, int]:
     bounds its slope by f's least change over that, not over 1e-4."""
     base = p.steps("forward")[columns]
     x0, spacing = p.x0, p.spacing()
-    reach = onp.where(flat, exact_steps(x0[columns], base * 2.0**12, spacing[columns])[:, None], 0.0)
+    seen = exact_steps(x0[columns], base * 2.0**12, spacing[columns])  # flat out to here
+    reach = onp.where(flat, seen[:, None], 0.0)
     limit = 0.5 * onp.maximum(onp.abs(x0[columns]), 1.0)
     nfev, factor = 0, 2.0**18
     still = flat.copy()
