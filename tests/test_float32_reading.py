@@ -83,16 +83,19 @@ def test_the_report_says_how_f_was_read():
 def test_float32_reading_is_told_from_float64_functions():
     x0 = np.array([0.3, -1.7, 2.5])
     f32 = lambda X: np.tanh(X.astype(np.float32)).astype(float)  # noqa: E731
-    assert reads_in_float32(f32, x0, EPS64) == (True, 5)
-    # float64 anywhere in f (a term of 1e-6 x), or no output that moves, or x already
-    # float32 (nothing finer to read), or x not finite: no float32 reading
-    mixed = lambda X: f32(X) + 1e-6 * X  # noqa: E731
-    assert reads_in_float32(mixed, x0, EPS64) == (False, 5)
-    assert reads_in_float32(lambda X: np.zeros_like(X), x0, EPS64) == (False, 5)
-    assert reads_in_float32(f32, x0, np.full(3, 2.0**-23)) == (False, 0)
-    assert reads_in_float32(f32, np.array([0.3, np.nan, 1.0]), EPS64) == (False, 0)
+    assert reads_in_float32(f32, x0, EPS64) == ("only", 5)
+    # float64 beside it (a term of x**2): partly, from its jumps at the cells' edges
+    assert reads_in_float32(lambda X: f32(X) + X**2, x0, EPS64) == ("partly", 7)
+    # smooth float64, noisy float64 (its noise as large mid-cell as at the edges), no
+    # output that moves, x already float32 (nothing finer to read), x not finite: none
+    noisy = lambda X: np.sin(X) + 1e-9 * np.sin(1e12 * X)  # noqa: E731
+    assert reads_in_float32(np.sin, x0, EPS64) == ("", 7)
+    assert reads_in_float32(noisy, x0, EPS64) == ("", 7)
+    assert reads_in_float32(lambda X: np.zeros_like(X), x0, EPS64) == ("", 7)
+    assert reads_in_float32(f32, x0, np.full(3, 2.0**-23)) == ("", 0)
+    assert reads_in_float32(f32, np.array([0.3, np.nan, 1.0]), EPS64) == ("", 0)
     # beyond float32's range x cannot be read in float32
-    assert reads_in_float32(f32, np.array([1e300, 1.0, 2.0]), EPS64) == (False, 0)
+    assert reads_in_float32(f32, np.array([1e300, 1.0, 2.0]), EPS64) == ("", 0)
 
 
 def test_nan_outputs_do_not_hide_a_float32_reading():
@@ -100,7 +103,7 @@ def test_nan_outputs_do_not_hide_a_float32_reading():
     f = lambda X: np.log(X.astype(np.float32)).astype(float)  # noqa: E731
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert reads_in_float32(f, x0, EPS64)[0]
+        assert reads_in_float32(f, x0, EPS64)[0] == "only"
 
 
 def test_the_point_and_its_spacing():
@@ -198,3 +201,37 @@ def test_flat_saturated_and_exact_entries(name, fn, rule, x, at, wrong, mode):
     r = gx.check_grads(bad, x, mode=mode, rng=0)
     assert r.outcome is gx.Outcome.FAILED, str(r)
     assert {(e.row, e.col) for e in r.mismatches} == {(at, at)}, str(r)
+
+
+#: f that reads x partly through float32 (float64 beside it): (body, right rule)
+MIXED = {
+    "sin(x32) + x^2": (
+        lambda x: np.sin(x.astype(np.float32)).astype(float) + x**2,
+        lambda x: np.cos(x) + 2 * x,
+    ),
+    "sin(x32) + 1e-9 x": (
+        lambda x: np.sin(x.astype(np.float32)).astype(float) + 1e-9 * x,
+        lambda x: np.cos(x) + 1e-9,
+    ),
+    "exp(x32) * x": (
+        lambda x: np.exp(x.astype(np.float32)).astype(float) * x,
+        lambda x: np.exp(x) * (1 + x),
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("name", list(MIXED))
+def test_f_reading_x_partly_through_float32(name, mode):
+    """Below a float32 ulp of x the float32 part is flat and the differences read the
+    float64 part's slope alone (cos x + 2x read as 2x): such an f, found by its jumps at
+    the cells' edges, is checked on float32's grid too; right rules pass, wrong fail."""
+    body, rule = MIXED[name]
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(8)
+        r = gx.check_grads(_diagonal(body, rule), x, mode=mode, rng=seed)
+        assert r.passed, str(r)
+        assert any("partly through float32" in n for n in r.notes), r.notes
+        bad = _diagonal(body, lambda v: _with(rule(v), 5, 1.001 * rule(v)[5]))
+        r = gx.check_grads(bad, x, mode=mode, rng=seed)
+        assert {(e.row, e.col) for e in r.mismatches} == {(5, 5)}, str(r)

@@ -67,7 +67,7 @@ class Problem:
     #: on the host, or on the device the inputs live on
     evaluator: Any = None
     _x0: onp.ndarray | None = field(default=None, repr=False)
-    #: f reads its float64 inputs only through float32 (:mod:`gradexplorer.fd.narrow`)
+    #: f reads its float64 inputs through float32, only or partly (:mod:`gradexplorer.fd.narrow`)
     reads_float32: bool = False
     _uncharged: int = field(default=0, repr=False)  # evaluations no report has counted
 
@@ -235,9 +235,9 @@ def on_device(p: Problem, leaves: list) -> Problem:
 
 
 def at_float32_point(p: Problem) -> Problem:
-    """p at its point rounded to float32, where f reads its float64 inputs only
-    through float32 (f takes the same value there; steps on float32's grid are
-    steps f sees exactly, and a rule is judged where f's differences are taken)."""
+    """p at its point rounded to float32, where f reads its float64 inputs through
+    float32 (only: f takes the same value there; or partly): steps on float32's grid
+    are steps f sees exactly, and a rule is judged where f's differences are taken."""
     reads, nfev = reads_in_float32(p.batch, p.x0, p.coord_eps())
     p._uncharged += nfev
     if not reads:
@@ -251,6 +251,10 @@ def at_float32_point(p: Problem) -> Problem:
         "f reads x only through float32 (the same value across each float32 cell of x): "
         "checked at x rounded to float32, where f's value is the same, with steps on "
         "float32's grid."
+        if reads == "only"
+        else "f reads x partly through float32 (it jumps at the edges of x's float32 cells): "
+        "checked at x rounded to float32, with steps on float32's grid (below a float32 "
+        "ulp of x, f's float32 part is flat)."
     )
     return p
 

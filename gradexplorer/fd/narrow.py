@@ -11,15 +11,20 @@ step shrank below the cell). Steps that are whole float32 ulps of x land on
 f's own grid and have no such error: the spacing f reads x in is float32's.
 Such steps see f around x rounded to float32, ``c``, and a rule's value at x0
 differs from its value there by ``f''·(c - x0)``, a few float32 ulps of the
-slope: the check is made at ``c``, where f takes the same value as at x0.
+slope: the check is made at ``c``, where f takes the same value as at x0 (or,
+where f reads x only partly through float32, ``sin(x32) + x**2``, a value
+within a float32 ulp of x of it: below that scale f's float32 part is flat,
+and its derivative there is not the one any rule gives).
 
 >>> import numpy as np
 >>> x0 = np.array([0.3, -1.7, 2.5])
 >>> eps = np.full(3, 2.0**-52)
 >>> reads_in_float32(lambda X: np.sin(X.astype(np.float32)).astype(float), x0, eps)
-(True, 5)
+('only', 5)
+>>> reads_in_float32(lambda X: np.sin(X.astype(np.float32)).astype(float) + X**2, x0, eps)
+('partly', 7)
 >>> reads_in_float32(np.sin, x0, eps)
-(False, 5)
+('', 7)
 >>> point, spacing = float32_point(x0, eps)
 >>> bool(np.all(point == x0.astype(np.float32))), float(spacing[2]) == 2.0**-22
 (True, True)
@@ -86,24 +91,45 @@ def reads_float32(ev: Callable, x0: onp.ndarray, y0: onp.ndarray) -> onp.ndarray
 
 def reads_in_float32(
     evaluate: Callable[[onp.ndarray], onp.ndarray], x0: onp.ndarray, coord_eps: onp.ndarray
-) -> tuple[bool, int]:
-    """Whether f reads its coordinates finer than float32 only through their float32
-    rounding, and the evaluations spent.
+) -> tuple[str, int]:
+    """How f reads its coordinates finer than float32 — ``"only"`` through their
+    float32 rounding, ``"partly"`` so, or ``""`` not at all — and the evaluations spent.
 
-    True where every output of f is the same at x0 and across the float32 cells of
-    all those coordinates (moved together to both edges), and some output differs
-    just beyond them. Such an f takes the same value at x0 rounded to float32, and
-    steps that are whole float32 ulps are steps it sees exactly.
+    ``"only"`` where every output of f is the same at x0 and across the float32 cells
+    of all those coordinates (moved together to both edges), and some output differs
+    just beyond them: such an f takes the same value at x0 rounded to float32.
+    ``"partly"`` where some output jumps across both edges of the cells by far more
+    than it moves over the same distance mid-cell (``sin(x32) + x**2``). Either way,
+    steps that are whole float32 ulps from x0 rounded to float32 are steps f sees exactly.
     """
     finer = onp.asarray(coord_eps) < FLOAT32_EPS
     if x0.size == 0 or not finer.any() or not onp.isfinite(x0).all():
-        return False, 0
+        return "", 0
     cells = onp.where(finer[None, :], float32_cells(x0), x0[None, :])
     if not onp.isfinite(cells).all():  # beyond float32's range: not read in float32
-        return False, 0
+        return "", 0
     Y = onp.asarray(evaluate(onp.concatenate([x0[None, :], cells])), dtype=float)
     same = _same(Y[1:], Y[0])
-    return bool(same[:2].all() and not same[2:].all()), Y.shape[0]
+    if same[:2].all() and not same[2:].all():
+        return "only", Y.shape[0]
+    jumps, more = _jumps_at_edges(evaluate, cells, Y)
+    return ("partly" if jumps else ""), Y.shape[0] + more
+
+
+def _jumps_at_edges(evaluate, cells, Y) -> tuple[bool, int]:
+    """f reads x partly through float32 (``sin(x32) + x**2``): some output changes
+    across both edges of the cells (2 pads each) by far more than over the next 2 pads
+    inside either edge, where only its float64 part moves (f's own rounding, or an
+    oscillation far faster than a cell, is as large there as across the edges)."""
+    pad2 = cells[0] - cells[2]  # 2 pads per coordinate (0 where x is not finer)
+    inner = onp.stack([cells[0] + pad2, cells[1] - pad2])
+    Z = onp.asarray(evaluate(inner), dtype=float)
+    with onp.errstate(all="ignore"):
+        calm = onp.fmax(onp.abs(Z[0] - Y[1]), onp.abs(Z[1] - Y[2]))
+        edges = onp.fmin(onp.abs(Y[1] - Y[3]), onp.abs(Y[4] - Y[2]))
+        rounding = 64 * onp.finfo(float).eps * onp.abs(Y[0])
+        jumps = onp.isfinite(edges) & onp.isfinite(calm) & (edges > 8 * calm + rounding)
+    return bool(jumps.any()), 2
 
 
 def float32_point(x0: onp.ndarray, coord_eps: onp.ndarray) -> tuple[onp.ndarray, onp.ndarray]:
