@@ -128,6 +128,28 @@ def test_every_entry_point_evaluates_f_on_the_inputs_device(device, entry):
     assert wanted in {t for _, t in f.calls}
 
 
+class Float32Inside(Recorder):
+    """tanh(W x) computed in float32 from float64 inputs, remembering each call."""
+
+    def __call__(self, x, W):
+        if not torch._C._functorch.is_functorch_wrapped_tensor(x):
+            self.calls.append((x.device.type, x.dtype))
+        return torch.tanh(W.float() @ x.float()).double()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_f_reading_its_inputs_in_float32_is_checked_at_their_float32_on_the_device(device, mode):
+    """The point rounded to float32 is made again where f runs: every call of f stays on
+    the inputs' device, and the check is at x in float32 (gradexplorer.fd.narrow)."""
+    f = Float32Inside()
+    x, W = point(device)
+    r = gx.check_grads(f, x, W, mode=mode)
+    assert r.passed, str(r)
+    assert any("only through float32" in n for n in r.notes), r.notes
+    assert f.calls and {d for d, _ in f.calls} == {torch.device(device).type}
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_report_names_the_device_and_counts_its_copies(device):
     x, W = point(device)
