@@ -41,6 +41,8 @@ from .heatmap import plot_jacobian
 __all__ = ["plot_localization", "VERDICT_COLORS", "WIDTH", "MIN_FONT"]
 
 VERDICT_COLORS = {"ok": "#cfe2f3", "wrong": "#e66101", "kink": "#fdb863", "other": "#e0e0e0"}
+#: the dashed edge of an operation with an input cut off the AD graph
+CUT_EDGE = "#e66101"
 #: The width (inches) of a figure drawn here: 880 px at 100 dpi, a notebook's width.
 WIDTH = 8.8
 #: The smallest font (points) used: 10 px at 100 dpi and more.
@@ -204,7 +206,7 @@ def plot_localization(loc: Any, fig: Any = None) -> Figure:
     # to the figure's width from there, never cut off on the left
     ax.set_title(title, fontsize=_TITLE, pad=5, ha="left", x=0.0)
     y = _draw_head(ax, head, W - 2 * margin)
-    _legend(ax, y - 0.15)
+    _legend(ax, y - 0.15, bool(getattr(loc, "cuts", ())))
     y -= 0.32
     _draw_rows(ax, shown, y, graph_w, c)
     if more:
@@ -231,14 +233,11 @@ def plot_localization(loc: Any, fig: Any = None) -> Figure:
     return fig
 
 
-def _legend(ax, y: float) -> None:
+def _legend(ax, y: float, cuts: bool = False) -> None:
     x = 0.0
-    for key, label in (
-        ("ok", "ok"),
-        ("wrong", "wrong derivative"),
-        ("kink", "kink"),
-        ("other", "not checked"),
-    ):
+    keys = [("ok", "ok"), ("wrong", "wrong derivative"), ("kink", "kink"), ("other", "not checked")]
+    for key, label in keys + ([("cut", "input cut off the AD graph")] if cuts else []):
+        edge = dict(ec=CUT_EDGE, lw=1.2, ls="--") if key == "cut" else dict(ec="#555555", lw=0.5)
         ax.text(
             x,
             y,
@@ -246,7 +245,9 @@ def _legend(ax, y: float) -> None:
             fontsize=_SMALL,
             va="center",
             ha="left",
-            bbox=dict(boxstyle="round,pad=0.25", fc=VERDICT_COLORS[key], ec="#555555", lw=0.5),
+            bbox=dict(
+                boxstyle="round,pad=0.25", fc=VERDICT_COLORS["ok" if key == "cut" else key], **edge
+            ),
         )
         x += len(label) * 0.6 * _SMALL / 72 + 0.35
 
@@ -285,6 +286,7 @@ def _draw_rows(ax, rows: list[Row], y: float, width: float, culprit) -> None:
             yc = top - sub * (BOX_H + SUB_GAP) - BOX_H / 2
             where[id(b)] = (x0 + 0.1 + b.width / 2, yc, b.width)
             kind = b.kind(culprit)
+            cut = kind != "culprit" and any(getattr(n, "cut", ()) for n in b.nodes)
             ax.text(
                 x0 + 0.1 + b.width / 2,
                 yc,
@@ -298,8 +300,9 @@ def _draw_rows(ax, rows: list[Row], y: float, width: float, culprit) -> None:
                 bbox=dict(
                     boxstyle="round,pad=0.3",
                     fc=VERDICT_COLORS["wrong" if kind == "culprit" else kind],
-                    ec="black" if kind == "culprit" else "#666666",
-                    lw=2.2 if kind == "culprit" else 0.6,
+                    ec="black" if kind == "culprit" else CUT_EDGE if cut else "#666666",
+                    lw=2.2 if kind == "culprit" else 1.6 if cut else 0.6,
+                    ls="--" if cut else "-",
                 ),
             )
         y -= row.height
