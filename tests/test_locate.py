@@ -103,6 +103,10 @@ def test_an_input_cut_off_the_graph_is_named(system, f, op, x):
     assert "outside the AD graph" in text and "1st input cut off" in text
     assert "test_locate.py:" in loc.cuts[0].source
     assert "outside the AD graph" in loc._repr_html_()
+    fig = loc.plot()  # the Where view: the cut named above the graph, and in the legend
+    drawn = [t.get_text() for a in fig.axes for t in a.texts] + [fig.axes[0].get_title()]
+    assert any("input cut off the AD graph" in t for t in drawn), drawn
+    assert any(f"the input of {op} at" in t for t in drawn), drawn
 
 
 def test_a_cut_that_cancels_is_named_but_blames_nothing():
