@@ -628,3 +628,20 @@ def test_locate_traces_every_input_check_grads_checks():
     layer, xt = Layer(), torch.linspace(-1.0, 1.0, 6).reshape(2, 3)
     assert not gx.check_grads(layer, xt).passed
     assert gx.locate(layer, xt).culprit.name == "BadWeight"
+
+
+def test_values_that_change_from_call_to_call_are_no_cut():
+    """A batch norm's running statistics (updated in place by every call in train mode)
+    and unseeded random numbers differ between locate's re-traces without depending on
+    x: their moves are not opposite at x ± εv, and nothing is named."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(np.random.default_rng(0).standard_normal(6))
+    bn = torch.nn.BatchNorm1d(3).double().train()
+    cases = {
+        "batch norm, train mode": lambda t: bn(t.reshape(2, 3)).pow(2).sum(),
+        "unseeded noise": lambda t: (t.sin() * torch.randn(6, dtype=t.dtype)).sum(),
+        "a random mask": lambda t: (t.sin() * (torch.rand(6) > 0.5).to(t.dtype)).sum(),
+    }
+    for name, f in cases.items():
+        loc = gx.locate(f, x)
+        assert not loc.cuts, (name, str(loc))

@@ -113,7 +113,7 @@ class OpNode:
         reading = f"{self.verdict}: {self.reason}" if self.reason else str(self.verdict)
         if self.cut:
             which = ", ".join(_ordinal(a + 1) for a in self.cut)
-            reading += f"; {which} input cut off"
+            reading += f"; {which} input{'' if len(self.cut) == 1 else 's'} cut off"
         return reading
 
     @property
@@ -124,18 +124,23 @@ class OpNode:
         which = " and ".join(_ordinal(a + 1) for a in self.cut)
         made = [m for m in self.cut_from if m]
         whose = f" (the value of {' and '.join(made)})" if made else ""
+        one = len(self.cut) == 1
         return (
-            f"the {which} input of {self.label} at {self.source}{whose} depends on x but "
-            "reaches it "
+            f"the {which} input{'' if one else 's'} of {self.label} at {self.source}{whose} "
+            f"depend{'s' if one else ''} on x but reach{'es' if one else ''} it "
             "outside the AD graph (detach(), .data, .item(), stop_gradient or a trip through "
             "numpy): f's derivative ignores how it moves (harmless only where its effects "
             "cancel, as a max subtracted for stability and added back)"
         )
 
     def __str__(self) -> str:
+        return self.row()
+
+    def row(self, width: int = 12) -> str:
+        """The node as a line of the table, its verdict padded to ``width``."""
         err = f"{self.local_error:.3g}" if onp.isfinite(self.local_error) else "-"
         name = f"{self.call}: {self.name}" if self.call and self.call != self.name else self.name
-        return f"#{self.index:<3} {name:<16} {self.source:<36} {self.reading:<12} {err}"
+        return f"#{self.index:<3} {name:<16} {self.source:<36} {self.reading:<{width}} {err}"
 
 
 def _ordinal(k: int) -> str:
@@ -185,13 +190,14 @@ class Localization:
         return head
 
     def __str__(self) -> str:
+        width = max([12] + [len(n.reading) for n in self.nodes])
         lines = [
             f"locate({self.function}): {self._headline()}",
-            f"  {'#':<4} {'operation':<16} {'called at':<36} {'verdict':<12} violation",
+            f"  {'#':<4} {'operation':<16} {'called at':<36} {'verdict':<{width}} violation",
         ]
         for n in self.nodes:
             mark = ">" if n is self.culprit else " "
-            lines.append(f"{mark} {n}")
+            lines.append(f"{mark} {n.row(width)}")
         for n in self.cuts:
             lines.append(f"  ! {n.cut_text}" + (f"\n    {n.source}: {n.code}" if n.code else ""))
         c = self.culprit
