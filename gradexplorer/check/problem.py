@@ -252,9 +252,9 @@ def at_float32_point(p: Problem) -> Problem:
         "checked at x rounded to float32, where f's value is the same, with steps on "
         "float32's grid."
         if reads == "only"
-        else "f reads x partly through float32 (it jumps at the edges of x's float32 cells): "
-        "checked at x rounded to float32, with steps on float32's grid (below a float32 "
-        "ulp of x, f's float32 part is flat)."
+        else "f jumps at the edges of x's float32 cells (it reads x partly through float32, "
+        "or moves in stairs as fine): checked at x rounded to float32, with steps on "
+        "float32's grid (below a float32 ulp of x, such stairs are flat)."
     )
     return p
 
