@@ -1,4 +1,4 @@
-"""Does f read its float64 input only through float32? The precision f reads x in.
+"""Does f read its float64 input through float32, only or partly? The precision f reads x in.
 
 Much numpy code takes float64 arrays and computes in float32
 (``np.sin(x.astype(np.float32))``). Such an f is flat across each
