@@ -157,7 +157,10 @@ def check_grads(
         opened_executor(executor) as executor,
         opened(f, args, kwargs, wrt, backend=backend, precision=precision) as (system, prep),
     ):
-        p = build_problem(prep.f, prep.args, prep.kwargs, prep.wrt, reseed=reseed, backend=system)
+        p = build_problem(
+            prep.f, prep.args, prep.kwargs, prep.wrt, reseed=reseed, backend=system,
+            read_precision=False,
+        )  # fmt: skip
         p.extra_notes.extend(prep.notes)
         p.step = step
         p.steps(method)  # validates step now, with a clear message

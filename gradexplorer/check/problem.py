@@ -28,7 +28,7 @@ from ..fd.jacobian import RealMap, coordinate_eps, coordinate_spacing, steps_for
 from ..fd.narrow import float32_point, reads_in_float32
 from .report import Blocks
 
-__all__ = ["Problem", "build_problem", "as_rng"]
+__all__ = ["Problem", "build_problem", "as_rng", "at_float32_point"]
 
 
 def as_rng(rng: Any) -> onp.random.Generator:
@@ -179,11 +179,15 @@ def build_problem(
     *,
     reseed: int | None = None,
     backend: Any = None,
+    read_precision: bool = True,
 ) -> Problem:
     """Validate the call, guard against mutation and non-determinism, realify.
 
     ``backend`` names the AD system, or is the backend itself (None: the one
-    the arguments' arrays belong to, autograd for numpy). Precision and
+    the arguments' arrays belong to, autograd for numpy). ``read_precision``:
+    probe whether f reads its inputs through float32 and move the point there
+    (:func:`at_float32_point`; False leaves that to the caller, after its own
+    refusals, which must come before any work). Precision and
     modules are the caller's business (:func:`gradexplorer.backends.opened`).
     """
     backend = get_backend(backend, list(args) + list(kwargs.values()))
@@ -222,7 +226,8 @@ def build_problem(
         not_checked,
         backend=backend,
     )
-    return at_float32_point(on_device(p, call.values))
+    p = on_device(p, call.values)
+    return at_float32_point(p) if read_precision else p
 
 
 def on_device(p: Problem, leaves: list) -> Problem:
