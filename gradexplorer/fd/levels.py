@@ -97,7 +97,6 @@ class StepLevels:
         self.max_shrink = max_shrink
         self.nm = EntryNoise(noise, self.dir_eps, self.adaptive)
         self.nm.include_batch_spread(self.ev.batch_spread)
-        self.out_eps = out_eps
         self.q = self._quantum(out_eps)
         self.sides = Sides(k, y0.size) if self.adaptive else None
 
@@ -143,7 +142,7 @@ class StepLevels:
             # x (float32 inside f: a softmax's entry 2.4x larger 25% of x away, its
             # rounding too); pooled over directions, one input's own rise is diluted
             sigma = xp.fmax(sigma, xp.where(smooth & xp.isfinite(resid), resid, 0.0))
-            sigma = xp.fmax(sigma, dev.put(self._far_floor(F, idx)))
+            sigma = xp.fmax(sigma, self._far_floor(F, idx))
         lvl = combine(self.scheme, F, y0_x, hx, sigma, xp)
         lvl.consistent = lvl.consistent & smooth
         lvl = dev.fields(lvl)
@@ -159,8 +158,8 @@ class StepLevels:
         -0.8, where it is 0.29: its rounding there is 40x what the probes saw)."""
         with onp.errstate(all="ignore"):
             rel = self.nm.floor[idx] / onp.maximum(self.noise.scale, onp.finfo(float).tiny)
-        far = self.dev.get(_largest(F, self.xp))
-        return onp.where(onp.isfinite(rel), rel * far, 0.0)
+        rel = self.dev.put(onp.where(onp.isfinite(rel), rel, 0.0))
+        return rel * _largest(F, self.xp)  # where the samples are
 
     def first_level(self, balance: float) -> None:
         """The base step's estimates; settled where consistent and (unless balance is
