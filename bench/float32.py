@@ -1,4 +1,4 @@
-"""Verdicts on float32 inside float64 functions: false alarms and misses.
+"""Verdicts on float32 (float16, bfloat16) inside float64 functions: false alarms and misses.
 
     python bench/float32.py [--checks 10]
 
@@ -10,7 +10,10 @@ of the ideal function. Two tables:
   saturate, a softmax), full and fast mode: every FAILED is a false alarm;
 * rules off by a relative 1e-3 .. 1e-5 in one entry at 12 inputs, full and fast
   mode: every PASSED is a miss (1e-5 is within a few float32 steps of some
-  entries, where a miss is no fault).
+  entries, where a miss is no fault);
+* functions that read x through float16 or bfloat16 (``x.astype(float16)``,
+  then float32 arithmetic, as mixed-precision code does) at 30 inputs, their
+  right rules and rules off by 1e-2 and 1e-3 in one entry, full and fast mode.
 """
 
 from __future__ import annotations
@@ -49,9 +52,12 @@ FUNCTIONS = {
 }
 
 
-def in_float32(body, rule, off=0.0, at=2):
-    """f computing ``body`` in float32, with ``rule`` (entry ``at`` off by ``off``)."""
-    f = gx.primitive(lambda x: body(x.astype(np.float32)).astype(np.float64))
+def in_float32(body, rule, off=0.0, at=2, read=np.float32):
+    """f computing ``body`` in float32 on x read in ``read``, with ``rule`` (entry
+    ``at`` off by ``off``)."""
+    f = gx.primitive(
+        lambda x: np.asarray(body(x.astype(read).astype(np.float32)), np.float32).astype(float)
+    )
 
     def vjp(ans, x):
         def pulled(g):
@@ -92,6 +98,34 @@ def wrong_rules(checks: int) -> list:
     return rows
 
 
+def _read_formats() -> dict:
+    formats = {"float16": np.float16}
+    try:  # bfloat16: numpy has none; jax brings ml_dtypes
+        import ml_dtypes
+
+        formats["bfloat16"] = ml_dtypes.bfloat16
+    except ImportError:
+        pass
+    return formats
+
+
+def narrow_reads(checks: int) -> list:
+    """Per format, mode and rule (right, off by 1e-2, off by 1e-3): outcome counts
+    over every function and ``checks`` points."""
+    rows = []
+    for name, read in _read_formats().items():
+        for off in (0.0, 1e-2, 1e-3):
+            for mode in ("full", "fast"):
+                counts = dict.fromkeys(gx.Outcome, 0)
+                for body, rule in FUNCTIONS.values():
+                    f = in_float32(body, rule, off, read=read)
+                    for s in range(checks):
+                        x = np.random.default_rng(700 + s).standard_normal(30) * 1.5
+                        counts[gx.check_grads(f, x, mode=mode, rng=s).outcome] += 1
+                rows.append((name, f"{off:g}" if off else "right", mode, *counts.values()))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checks", type=int, default=10)
@@ -101,6 +135,9 @@ def main() -> None:
     print(table(right_rules(args.checks), ("right rule, 100 inputs", "mode", *outcomes)))
     print()
     print(table(wrong_rules(args.checks), ("one entry off by", "mode", *outcomes)))
+    print()
+    reads = narrow_reads(max(1, args.checks // 2))
+    print(table(reads, ("x read in", "rule", "mode", *outcomes)))
 
 
 if __name__ == "__main__":

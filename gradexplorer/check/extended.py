@@ -10,7 +10,7 @@ from ..fd.executors import spread_evaluator
 from .compiled import compare_compiled, refuse_uncompilable
 from .opcheck import run_opcheck, with_opcheck
 from .options import Options, choose_mode
-from .problem import Problem, at_float32_point
+from .problem import Problem, at_narrow_point
 from .report import CheckReport
 
 __all__ = ["check_extended"]
@@ -37,7 +37,7 @@ def check_extended(
     compare, how = compiled
     if compare:
         refuse_uncompilable(p, choose_mode(mode, p.n, p.m))
-    at_float32_point(p)  # f's first evaluations: after every refusal, before the workers
+    at_narrow_point(p)  # f's first evaluations: after every refusal, before the workers
     spread = spread_evaluator(p.rmap, executor, p.device) if p.rmap is not None else None
     if spread is not None:
         p.evaluator = spread

@@ -147,6 +147,10 @@ def settle_with_taylor(p: Problem, A, est: Estimates, verdicts, opts: Options, f
 
     floor = NOISE_SIGMAS * est.noise.level0
     safe_A = onp.where(onp.isfinite(A), A, 0.0)
+    if p.reading is not None:
+        # f reads x + h·v rounded to its format's grid: off by up to half an ulp in
+        # each coordinate, at every h, an error no remainder's order shows through
+        floor = floor + onp.abs(safe_A) @ (p.spacing() / 2)
     # along columns that need it, away from kinks (f must be differentiable along v)
     support = onp.any(unresolved, axis=0) & ~onp.any(est.kink, axis=0)
     blocks, nfev = taylor_blocks(

@@ -25,10 +25,10 @@ from ..fd.device_map import device_evaluator as fd_device_evaluator
 from ..fd.device_map import traceable
 from ..fd.evaluation import DeviceEvaluator, HostEvaluator
 from ..fd.jacobian import RealMap, coordinate_eps, coordinate_spacing, steps_for, typical_steps
-from ..fd.narrow import float32_point, reads_in_float32
+from ..fd.narrow import Reading, narrow_point, read_format
 from .report import Blocks
 
-__all__ = ["Problem", "build_problem", "as_rng", "at_float32_point"]
+__all__ = ["Problem", "build_problem", "as_rng", "at_narrow_point"]
 
 
 def as_rng(rng: Any) -> onp.random.Generator:
@@ -67,8 +67,9 @@ class Problem:
     #: on the host, or on the device the inputs live on
     evaluator: Any = None
     _x0: onp.ndarray | None = field(default=None, repr=False)
-    #: f reads its float64 inputs through float32, only or partly (:mod:`gradexplorer.fd.narrow`)
-    reads_float32: bool = False
+    #: how f reads its float64 inputs: through float32, float16 or bfloat16, only or
+    #: partly (:mod:`gradexplorer.fd.narrow`); None: as they are
+    reading: Reading | None = None
     _uncharged: int = field(default=0, repr=False)  # evaluations no report has counted
 
     def __post_init__(self):
@@ -125,8 +126,8 @@ class Problem:
     def spacing(self) -> onp.ndarray:
         """Each coordinate's ulp in the precision f reads it in (float32's where f
         reads float64 inputs through float32: :mod:`gradexplorer.fd.narrow`)."""
-        if self.reads_float32:
-            return float32_point(self.x0, self.coord_eps())[1]
+        if self.reading is not None:
+            return narrow_point(self.x0, self.coord_eps(), self.reading.fmt)[1]
         return coordinate_spacing(self.x0, self.cols.sides)
 
     def charge(self) -> int:
@@ -186,7 +187,7 @@ def build_problem(
     ``backend`` names the AD system, or is the backend itself (None: the one
     the arguments' arrays belong to, autograd for numpy). ``read_precision``:
     probe whether f reads its inputs through float32 and move the point there
-    (:func:`at_float32_point`; False leaves that to the caller, after its own
+    (:func:`at_narrow_point`; False leaves that to the caller, after its own
     refusals, which must come before any work). Precision and
     modules are the caller's business (:func:`gradexplorer.backends.opened`).
     """
@@ -227,7 +228,7 @@ def build_problem(
         backend=backend,
     )
     p = on_device(p, call.values)
-    return at_float32_point(p) if read_precision else p
+    return at_narrow_point(p) if read_precision else p
 
 
 def on_device(p: Problem, leaves: list) -> Problem:
@@ -239,27 +240,29 @@ def on_device(p: Problem, leaves: list) -> Problem:
     return p
 
 
-def at_float32_point(p: Problem) -> Problem:
-    """p at its point rounded to float32, where f reads its float64 inputs through
-    float32 (only: f takes the same value there; or partly): steps on float32's grid
-    are steps f sees exactly, and a rule is judged where f's differences are taken."""
-    reads, nfev = reads_in_float32(_point_by_point(p), p.x0, p.coord_eps())
+def at_narrow_point(p: Problem) -> Problem:
+    """p at its point rounded to the format f reads its float64 inputs in (float32,
+    float16 or bfloat16; only: f takes the same value there; or partly): steps on
+    that format's grid are steps f sees exactly, and a rule is judged where f's
+    differences are taken."""
+    reading, nfev = read_format(_point_by_point(p), p.x0, p.coord_eps())
     p._uncharged += nfev
-    if not reads:
+    if reading is None:
         return p
-    point = float32_point(p.x0, p.coord_eps())[0]
-    p.vs, p._x0, p.reads_float32 = p.split(point), point, True
+    point = narrow_point(p.x0, p.coord_eps(), reading.fmt)[0]
+    p.vs, p._x0, p.reading = p.split(point), point, reading
     if isinstance(p.evaluator, DeviceEvaluator):  # its point, made anew where f runs
         p.evaluator = device_evaluator(p, p.evaluator.kit)
         p.evaluate_one = lambda x: p.evaluator(x[None])[0]
+    name = reading.format
     p.extra_notes.append(
-        "f reads x only through float32 (the same value across each float32 cell of x): "
-        "checked at x rounded to float32, where f's value is the same, with steps on "
-        "float32's grid."
-        if reads == "only"
-        else "f jumps at the edges of x's float32 cells (it reads x partly through float32, "
-        "or moves in stairs as fine): checked at x rounded to float32, with steps on "
-        "float32's grid (below a float32 ulp of x, such stairs are flat)."
+        f"f reads x only through {name} (the same value across each {name} cell of x): "
+        f"checked at x rounded to {name}, where f's value is the same, with steps on "
+        f"{name}'s grid."
+        if reading.only
+        else f"f jumps at the edges of x's {name} cells (it reads x partly through {name}, "
+        f"or moves in stairs as fine): checked at x rounded to {name}, with steps on "
+        f"{name}'s grid (below a {name} ulp of x, such stairs are flat)."
     )
     return p
 

@@ -1,50 +1,55 @@
-"""Does f read its float64 input through float32, only or partly? The precision f reads x in.
+"""Does f read its float64 input through float32 (or float16, bfloat16), only or partly?
 
 Much numpy code takes float64 arrays and computes in float32
-(``np.sin(x.astype(np.float32))``). Such an f is flat across each
-coordinate's float32 cell (the float64s that round to one float32) and jumps
-between cells, so a difference step that is not a whole number of float32
-ulps is rounded before f sees it: ``(f(x+h) - f(x-h)) / 2h`` then carries an
-error ``|f'|·ulp32(x) / h``, a noise proportional to the derivative, which no
-probe of f's own rounding sees (sin(3x)'s derivative 2.94 read as 0 once a
-step shrank below the cell). Steps that are whole float32 ulps of x land on
-f's own grid and have no such error: the spacing f reads x in is float32's.
-Such steps see f around x rounded to float32, ``c``, and a rule's value at x0
-differs from its value there by ``f''·(c - x0)``, a few float32 ulps of the
-slope: the check is made at ``c``, where f takes the same value as at x0 (or,
-where f reads x only partly through float32, ``sin(x32) + x**2``, a value
-within a float32 ulp of x of it: below that scale f's float32 part is flat,
-and its derivative there is not the one any rule gives).
+(``np.sin(x.astype(np.float32))``), and mixed-precision torch or jax code in
+float16 or bfloat16 (``x.half()``). Such an f is flat across each
+coordinate's cell in that format (the float64s that round to one of its
+numbers) and jumps between cells, so a difference step that is not a whole
+number of the format's ulps is rounded before f sees it:
+``(f(x+h) - f(x-h)) / 2h`` then carries an error ``|f'|·ulp(x) / h``, a noise
+proportional to the derivative, which no probe of f's own rounding sees
+(sin(3x)'s derivative 2.94 read as 0 once a step shrank below the cell).
+Steps that are whole ulps of x in that format land on f's own grid and have no
+such error. Such steps see f around x rounded to the format, ``c``, and a
+rule's value at x0 differs from its value there by ``f''·(c - x0)``, a few
+ulps of the slope: the check is made at ``c``, where f takes the same value
+as at x0 (or, where f reads x only partly through float32, ``sin(x32) +
+x**2``, a value within a float32 ulp of x of it: below that scale f's float32
+part is flat, and its derivative there is not the one any rule gives).
 
 >>> import numpy as np
 >>> x0 = np.array([0.3, -1.7, 2.5])
 >>> eps = np.full(3, 2.0**-52)
->>> reads_in_float32(lambda X: np.sin(X.astype(np.float32)).astype(float), x0, eps)
-('only', 5)
->>> reads_in_float32(lambda X: np.sin(X.astype(np.float32)).astype(float) + X**2, x0, eps)
-('partly', 7)
->>> reads_in_float32(np.sin, x0, eps)
-('', 7)
->>> point, spacing = float32_point(x0, eps)
->>> bool(np.all(point == x0.astype(np.float32))), float(spacing[2]) == 2.0**-22
+>>> read_format(lambda X: np.sin(X.astype(np.float32)).astype(float), x0, eps)
+(Reading(format='float32', only=True), 5)
+>>> read_format(lambda X: np.sin(X.astype(np.float32)).astype(float) + X**2, x0, eps)
+(Reading(format='float32', only=False), 7)
+>>> read_format(lambda X: np.sin(X.astype(np.float16)).astype(float), x0, eps)
+(Reading(format='float16', only=True), 13)
+>>> read_format(np.sin, x0, eps)
+(None, 7)
+>>> point, spacing = narrow_point(x0, eps, FLOAT16)
+>>> bool(np.all(point == x0.astype(np.float16))), float(spacing[2]) == 2.0**-9
 (True, True)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as onp
 
+from .formats import BFLOAT16, FLOAT16, FLOAT32, FORMATS, Format
 from .fusing import fusable
 
 __all__ = [
-    "FLOAT32_EPS", "float32_cells", "float32_point", "on_narrow_grid", "reads_float32",
-    "reads_in_float32",
+    "FLOAT32_EPS", "Reading", "float32_cells", "float32_point", "format_cells", "narrow_point",
+    "on_narrow_grid", "output_eps", "read_format", "reads_float32",
 ]  # fmt: skip
 
 #: A coordinate's precision finer than float32's may be read through float32.
-FLOAT32_EPS = float(onp.finfo(onp.float32).eps)
+FLOAT32_EPS = FLOAT32.eps
 
 
 @fusable()
@@ -53,25 +58,68 @@ def on_narrow_grid(vals, y0, xp=onp):
     f computed in float32 (or narrower) and returned wider."""
     vals = xp.concatenate([vals, y0[None, :]], axis=0)
     finite = xp.isfinite(vals)
-    narrow = vals.astype(onp.float32).astype(vals.dtype) if xp is onp else xp.round_float32(vals)
+    narrow = (
+        vals.astype(onp.float32).astype(vals.dtype) if xp is onp else xp.round_to(vals, "float32")
+    )
     same = narrow == vals
     return xp.all(same | ~finite, axis=0)
 
 
-def float32_cells(x0: onp.ndarray) -> onp.ndarray:
-    """x0 with every coordinate just inside the low and the high edge of its float32
-    cell (the float64s that round to x0's float32), then just outside them.
+@fusable()
+def output_eps(vals, y0, xp=onp):
+    """Per output, the eps of the coarsest format (float32, float16, bfloat16) that
+    holds all of f's values and f at the point (0 where none does): f computed in it
+    and returned wider."""
+    vals = xp.concatenate([vals, y0[None, :]], axis=0)
+    finite = xp.isfinite(vals)
+    eps = xp.zeros_like(vals[0])
+    for fmt in FORMATS:  # eps grows along them
+        narrow = fmt.round(vals) if xp is onp else xp.round_to(vals, fmt.name)
+        held = xp.all((narrow == vals) | ~finite, axis=0)
+        eps = xp.where(held, fmt.eps, eps)
+    return eps
 
-    >>> cells = float32_cells(onp.array([1.0]))[:, 0]
+
+@dataclass(frozen=True)
+class Reading:
+    """How f reads its float64 coordinates: through their rounding to ``format``,
+    ``only`` so (f is the same across each cell) or partly (f jumps at the cells' edges)."""
+
+    fmt: Format = field(repr=False)
+    only: bool
+
+    @property
+    def format(self) -> str:
+        return self.fmt.name
+
+    def __repr__(self) -> str:
+        return f"Reading(format={self.format!r}, only={self.only})"
+
+
+def format_cells(x0: onp.ndarray, fmt: Format = FLOAT32) -> onp.ndarray:
+    """x0 with every coordinate just inside the low and the high edge of its cell in
+    ``fmt`` (the float64s that round to one of its numbers), then just outside them.
+    Just: by 4 float64 ulps for float32; by 4 float32 ulps for the narrower formats,
+    which frameworks reach through float32 (a float64 within a float32 ulp of an edge
+    may round to either side of it).
+
+    >>> cells = format_cells(onp.array([1.0]))[:, 0]
     >>> [float(onp.float32(c)) for c in cells] == [1.0, 1.0, 1 - 2.0**-24, 1 + 2.0**-23]
     True
+    >>> cells = format_cells(onp.array([1.0]), FLOAT16)[:, 0]
+    >>> [float(onp.float16(c)) for c in cells] == [1.0, 1.0, 1 - 2.0**-11, 1 + 2.0**-10]
+    True
     """
-    with onp.errstate(all="ignore"):  # beyond float32's range: inf, refused by the callers
-        c = x0.astype(onp.float32)
-        below, above = (onp.nextafter(c, onp.float32(s * onp.inf)).astype(float) for s in (-1, 1))
-        low, high = (below + c) / 2, (c + above) / 2  # exact: float32s halved in float64
-        pad = 4 * onp.spacing(onp.fmax(onp.abs(low), onp.abs(high)))
+    with onp.errstate(all="ignore"):  # beyond the format's range: inf, refused by the callers
+        low, high = fmt.cell(x0)
+        edge = onp.fmax(onp.abs(low), onp.abs(high))
+        pad = 4 * (onp.spacing(edge) if fmt is FLOAT32 else FLOAT32.quantum(edge))
         return onp.stack([low + pad, high - pad, low - pad, high + pad])
+
+
+def float32_cells(x0: onp.ndarray) -> onp.ndarray:
+    """:func:`format_cells` in float32."""
+    return format_cells(x0, FLOAT32)
 
 
 def _same(Y: onp.ndarray, y0: onp.ndarray) -> onp.ndarray:
@@ -89,31 +137,55 @@ def reads_float32(ev: Callable, x0: onp.ndarray, y0: onp.ndarray) -> onp.ndarray
     return same[0] & same[1] & ~(same[2] & same[3])
 
 
-def reads_in_float32(
+def read_format(
     evaluate: Callable[[onp.ndarray], onp.ndarray], x0: onp.ndarray, coord_eps: onp.ndarray
-) -> tuple[str, int]:
-    """How f reads its coordinates finer than float32 — ``"only"`` through their
-    float32 rounding, ``"partly"`` so, or ``""`` not at all — and the evaluations spent.
+) -> tuple[Reading | None, int]:
+    """The format f reads its coordinates finer than float32 in (float32, float16 or
+    bfloat16; None: none of them), and the evaluations spent.
 
-    ``"only"`` where every output of f is the same at x0 and across the float32 cells
-    of all those coordinates (moved together to both edges), and some output differs
-    just beyond them: such an f takes the same value at x0 rounded to float32.
-    ``"partly"`` where some output jumps across both edges of the cells by far more
-    than it moves over the same distance mid-cell (``sin(x32) + x**2``). Either way,
-    steps that are whole float32 ulps from x0 rounded to float32 are steps f sees exactly.
+    Only through float32 where every output of f is the same at x0 and across the
+    float32 cells of all those coordinates (moved together to both edges), and some
+    output differs just beyond them: such an f takes the same value at x0 rounded to
+    float32. Partly where some output jumps across both edges of the cells by far
+    more than it moves over the same distance mid-cell (``sin(x32) + x**2``). An f
+    the same just beyond its float32 cells too is asked the same of the cells of
+    bfloat16 and float16 (8 evaluations more). Either way, steps that are whole ulps
+    of that format from x0 rounded to it are steps f sees exactly.
     """
-    finer = onp.asarray(coord_eps) < FLOAT32_EPS
+    finer = onp.asarray(coord_eps) < FLOAT32.eps
     if x0.size == 0 or not finer.any() or not onp.isfinite(x0).all():
-        return "", 0
+        return None, 0
     cells = onp.where(finer[None, :], float32_cells(x0), x0[None, :])
     if not onp.isfinite(cells).all():  # beyond float32's range: not read in float32
-        return "", 0
+        return None, 0
     Y = onp.asarray(evaluate(onp.concatenate([x0[None, :], cells])), dtype=float)
     same = _same(Y[1:], Y[0])
     if same[:2].all() and not same[2:].all():
-        return "only", Y.shape[0]
+        return Reading(FLOAT32, True), Y.shape[0]
+    if same.all():  # flat over float32's cells and beyond: a coarser format's?
+        coarse, more = _coarser_reading(evaluate, x0, finer, Y[0])
+        return coarse, Y.shape[0] + more
     jumps, more = _jumps_at_edges(evaluate, cells, Y)
-    return ("partly" if jumps else ""), Y.shape[0] + more
+    return (Reading(FLOAT32, False) if jumps else None), Y.shape[0] + more
+
+
+def _coarser_reading(evaluate, x0, finer, y0) -> tuple[Reading | None, int]:
+    """Reading only through bfloat16 or float16 (the coarser first): f the same across
+    the format's cells, different just beyond them (one call for both)."""
+    candidates, rows = [], []
+    for fmt in (BFLOAT16, FLOAT16):
+        cells = onp.where(finer[None, :], format_cells(x0, fmt), x0[None, :])
+        if onp.isfinite(cells).all():  # (float16's range ends at 65504)
+            candidates.append(fmt)
+            rows.append(cells)
+    if not rows:
+        return None, 0
+    same = _same(onp.asarray(evaluate(onp.concatenate(rows)), dtype=float), y0)
+    for k, fmt in enumerate(candidates):
+        inside, outside = same[4 * k : 4 * k + 2], same[4 * k + 2 : 4 * k + 4]
+        if inside.all() and not outside.all():
+            return Reading(fmt, True), 4 * len(rows)
+    return None, 4 * len(rows)
 
 
 def _jumps_at_edges(evaluate, cells, Y) -> tuple[bool, int]:
@@ -132,12 +204,17 @@ def _jumps_at_edges(evaluate, cells, Y) -> tuple[bool, int]:
     return bool(jumps.any()), 2
 
 
+def narrow_point(
+    x0: onp.ndarray, coord_eps: onp.ndarray, fmt: Format = FLOAT32
+) -> tuple[onp.ndarray, onp.ndarray]:
+    """x0 with its coordinates finer than float32 rounded to ``fmt``, and each
+    coordinate's ulp there in the format f reads it in (for an f that reads
+    them in ``fmt``: :func:`read_format`)."""
+    finer = onp.asarray(coord_eps) < FLOAT32.eps
+    point = onp.where(finer, fmt.round(x0), x0)
+    return point, onp.where(finer, fmt.quantum(point), onp.spacing(onp.abs(x0)))
+
+
 def float32_point(x0: onp.ndarray, coord_eps: onp.ndarray) -> tuple[onp.ndarray, onp.ndarray]:
-    """x0 with its coordinates finer than float32 rounded to float32, and each
-    coordinate's ulp there in the precision f reads it in (for an f that
-    :func:`reads_in_float32`)."""
-    finer = onp.asarray(coord_eps) < FLOAT32_EPS
-    narrow = x0.astype(onp.float32)
-    point = onp.where(finer, narrow.astype(float), x0)
-    spacing = onp.spacing(onp.abs(narrow)).astype(float)
-    return point, onp.where(finer, spacing, onp.spacing(onp.abs(x0)))
+    """:func:`narrow_point` in float32."""
+    return narrow_point(x0, coord_eps, FLOAT32)

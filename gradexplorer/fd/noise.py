@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import numpy as onp
 
+from .formats import FLOAT32
 from .fusing import fusable
-from .narrow import FLOAT32_EPS, on_narrow_grid, reads_float32
+from .narrow import on_narrow_grid, output_eps, reads_float32
 from .quantum import output_quantum
 
 __all__ = ["estimate_noise", "NOISE_POINTS", "NoiseModel", "probe_noise"]
@@ -149,9 +150,10 @@ def estimate_noise(
     return sigma, vals.shape[0]
 
 
-def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
+def _probe_lines(evaluate, x0, spacing, directions, gen, y0, grid=None):
     """σ per output (pooled over the lines, on the host) and the samples,
-    ``(points, m)``, where the evaluator keeps them."""
+    ``(points, m)``, where the evaluator keeps them. ``grid``: per coordinate, the
+    spacing its offsets are whole multiples of (0: any)."""
     from .evaluation import as_evaluator
 
     ev = as_evaluator(evaluate)
@@ -162,6 +164,8 @@ def _probe_lines(evaluate, x0, spacing, directions, gen, y0):
     blocks, lines = [], []
     for d in range(directions):
         p = gen.choice([-1.0, 1.0], size=x0.size) * spacing * LINE_SPREAD**d
+        if grid is not None:
+            p = onp.where(grid > 0, onp.round(p / onp.where(grid > 0, grid, 1.0)) * grid, p)
         block = xp.reshape(ev.line(x0, p, t), (t.size, -1))
         blocks.append(block)
         lines.append(xp.concatenate([block[:half], y0_x[None, :], block[half:]], axis=0))
@@ -305,9 +309,15 @@ def probe_noise(
     # samples on a coarse dyadic grid, which the staircase test would take for quanta
     jitter = 1.0 + 0.5 * gen.random(x0.size)
 
+    # where x is read on a grid coarser than float32's (f reads it in float16 or
+    # bfloat16), 64 of its ulps are 25-50% of x: probes a few whole ulps apart, on
+    # the grid f reads, see f's own rounding rather than x's
+    coarse_grid = spacing > 2 * FLOAT32.quantum(x0)
+    fewest = onp.where(coarse_grid, 2.0, 64.0) * spacing
+
     def probe(fraction, lines=directions):
-        spaced = onp.maximum(steps * fraction, 64 * spacing) * jitter
-        return _probe_lines(ev, x0, spaced, lines, gen, y0)
+        spaced = onp.maximum(steps * fraction, fewest) * jitter
+        return _probe_lines(ev, x0, spaced, lines, gen, y0, onp.where(coarse_grid, spacing, 0.0))
 
     def quantum(samples):
         return host(output_quantum(xp.concatenate(samples, axis=0), y0_x, out_eps, xp=xp))
@@ -362,19 +372,22 @@ def probe_noise(
     # stop shrinking short of it
     coarse = onp.where(onp.isfinite(persistent), onp.fmax(coarse, persistent), coarse)
     floor = onp.fmax(
-        model.floor, _float32_floor(xp.concatenate(samples, axis=0), y0_x, mag, xp, host)
+        model.floor, _narrow_floor(xp.concatenate(samples, axis=0), y0_x, mag, xp, host)
     )
     return NoiseModel(coarse, fine, floor, mag, model.quantum, depth), nfev
 
 
-def _float32_floor(samples, y0_x, mag, xp, host) -> onp.ndarray:
-    """float32's rounding per output where f's outputs are float32 numbers returned
-    wider (else 0). Evidence from the outputs that moved, all of whose values are
-    float32s (2^-29 by chance for each float64 value); then an output flat across every
-    probe, on float32's grid too, is flat on a float32 stair (tanh one ulp below 1.0,
-    flat for steps under 0.1): its rounding is float32's, not its own."""
-    narrow = host(on_narrow_grid(samples, y0_x, xp))
+def _narrow_floor(samples, y0_x, mag, xp, host) -> onp.ndarray:
+    """A narrow format's rounding per output where f's outputs are its numbers returned
+    wider (float32, float16 or bfloat16; else 0). Evidence from the outputs that moved,
+    all of whose values are that format's (2^-29 by chance for each float64 value in
+    float32's case); then an output flat across every probe, on that grid too, is flat
+    on one of its stairs (tanh one ulp below 1.0, flat for steps under 0.1): its
+    rounding is the format's, not its own. A flat output's values may lie on coarser
+    grids by chance (1.0 is a bfloat16): none coarser than the moved outputs' counts."""
+    eps = host(output_eps(samples, y0_x, xp))
     moved = host(_moved(samples, y0_x, xp))
-    if not (narrow & moved).any():
+    shown = float(onp.max(onp.where(moved, eps, 0.0), initial=0.0))
+    if not shown:
         return onp.zeros(mag.shape)
-    return onp.where(narrow, QUANTUM_STD * FLOAT32_EPS * mag, 0.0)
+    return QUANTUM_STD * onp.fmin(eps, shown) * mag

@@ -56,7 +56,7 @@ xp = SimpleNamespace(
     # the widest jax has: 32 bits where 64-bit mode is off (a ``precision="native"`` check)
     astype_int64=lambda a: a.astype(jax.dtypes.canonicalize_dtype(jnp.int64)),
     astype_float64=lambda a: a.astype(jax.dtypes.canonicalize_dtype(jnp.float64)),
-    round_float32=lambda a: a.astype(jnp.float32).astype(a.dtype),
+    round_to=lambda a, name: a.astype(getattr(jnp, name)).astype(a.dtype),
 )
 
 

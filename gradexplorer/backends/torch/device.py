@@ -101,7 +101,7 @@ xp = SimpleNamespace(
     mean=lambda a, axis=None: torch.mean(a) if axis is None else torch.mean(a, dim=axis),
     astype_int64=lambda a: a.to(torch.int64),
     astype_float64=lambda a: a.to(torch.float64),
-    round_float32=lambda a: a.to(torch.float32).to(a.dtype),
+    round_to=lambda a, name: a.to(getattr(torch, name)).to(a.dtype),
 )
 
 
