@@ -16,15 +16,18 @@ from dataclasses import dataclass, field
 
 import numpy as onp
 
+from ..fd.formats import Format
 from .determinism import RUNS, backward_spread
 from .options import Options
 from .problem import Problem
 from .progress import analytic_ready
 from .rules import (
+    NARROW_SCATTER_ULPS,
     linearity_gap,
     precision_note,
     reverse_rows,
     rows_rule,
+    rule_format,
     rule_precision,
     vjp_rule,
 )
@@ -51,6 +54,14 @@ class Reverse:
     jitter_rel: float | None
     ngrad: int
     notes: list[str] = field(default_factory=list)
+    #: the narrow format the rule computes in (its precision is that rounding), or None
+    narrow: Format | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        """Inexact as a solver is (not by a narrow format's rounding): then its
+        error grows with f's own unevenness (:func:`~gradexplorer.check.rules.solver_slack`)."""
+        return bool(self.precision) and self.narrow is None
 
     @property
     def exact(self) -> bool:
@@ -73,19 +84,22 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     notes: list[str] = []
     col_eps = eps.max(axis=0)
     lin_ratio, lin_rel, pairs = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
-    suspect = lin_ratio > 1
+    fmt = rule_format(pairs, col_eps)
+    # a rule computing in a narrow format disagrees with itself by its rounding
+    rounding = 256 * col_eps if fmt is None else NARROW_SCATTER_ULPS * fmt.eps
+    suspect = lin_ratio > 1 if fmt is None else lin_rel > rounding
     probes = []
     for u, ru in pairs:
         with onp.errstate(all="ignore"):
             uA = u @ A
             unit_gap = onp.abs(ru - uA) / (
-                256 * col_eps * (onp.abs(u) @ onp.abs(A) + onp.abs(ru)) + onp.finfo(float).tiny
+                rounding * (onp.abs(u) @ onp.abs(A) + onp.abs(ru)) + onp.finfo(float).tiny
             )
         suspect |= unit_gap > 1
         probes.append((u, ru, uA))
-    precision = rule_precision(lin_ratio, lin_rel)
+    precision = rule_precision(lin_ratio, lin_rel, fmt)
     if precision:
-        notes.append(precision_note(opts.rule_name, precision, "cotangent"))
+        notes.append(precision_note(opts.rule_name, precision, "cotangent", fmt))
     jitter, jitter_rel, jitter_note = backward_spread(p, tr, vjp, opts.gen)
     if jitter_note:
         notes.append(jitter_note)
@@ -101,4 +115,5 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
         jitter_rel,
         m + 3 + RUNS + 1,
         notes,
+        fmt,
     )

@@ -27,7 +27,7 @@ from .judging import RTOL_ULPS
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
-from .rules import linearity_gap, precision_note, rule_precision, solver_slack
+from .rules import linearity_gap, precision_note, rule_format, rule_precision, solver_slack
 from .verdicts import Comparison, Verdict
 
 __all__ = ["fast_check", "N_PROJECTIONS", "AFFORDABLE_ENTRIES"]
@@ -169,12 +169,14 @@ def _linearity(ctx: FastContext, opts: Options):
     rule (inexact everywhere, slightly) is judged to the precision it shows."""
     m, n = ctx.y0.size, ctx.x0.size
     lin, lin_rel, probes = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
-    precision = rule_precision(lin, lin_rel)
+    fmt = rule_format(probes, ctx.col_eps)
+    precision = rule_precision(lin, lin_rel, fmt)
     slack = 0.0
     if precision:
-        slack = float(onp.max(solver_slack(ctx.row_noise), initial=0.0))
+        # (a solver's error grows with f's unevenness; a narrow format's rounding does not)
+        slack = 0.0 if fmt else float(onp.max(solver_slack(ctx.row_noise), initial=0.0))
         ctx.rtol = max(ctx.rtol or 0.0, precision + slack, RTOL_ULPS * float(ctx.col_eps.max()))
-        ctx.notes.append(precision_note("VJP", precision, "cotangent"))
+        ctx.notes.append(precision_note("VJP", precision, "cotangent", fmt))
         lin = onp.zeros_like(lin)
     entries: list[Entry] = []
     # a rule that ignores its cotangent is off by far more than round-off (which a
@@ -357,8 +359,8 @@ def _nonlinear_entries(ctx: FastContext, probes, columns) -> list[Entry]:
 def _nonlinear_jvp(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> list[Entry]:
     """Rows where the JVP is not linear in its tangent, confirmed by J d."""
     n = ctx.x0.size
-    ratio, rel, _ = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
-    if rule_precision(ratio, rel) or not onp.any(ratio > 1):
+    ratio, rel, probes = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
+    if rule_precision(ratio, rel, rule_format(probes, ctx.row_eps)) or not onp.any(ratio > 1):
         return []
     rt = ctx.rtol_rows()
     out = []

@@ -142,7 +142,7 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     allowance = atol + scale_allowance(rev.precision, A, N)
     if rev.jitter is not None:
         allowance = allowance + 2.0 * rev.jitter[None, :]
-    if rev.precision:
+    if rev.adaptive:
         # an inexact rule over an f that is itself inexact (a solver at its tolerance):
         # the computed f's derivative is only defined to ~sqrt of f's relative accuracy
         allowance = allowance + scale_allowance(1.0, A, N) * solver_slack(noise)[:, None]

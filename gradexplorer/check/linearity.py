@@ -25,7 +25,7 @@ def nonlinear_vjp(
 ) -> list[Entry]:
     """Entries (row -1) for the input columns where the VJP is not linear."""
     N, E = est.N, jd.E
-    slack = float(onp.max(solver_slack(est.noise), initial=0.0)) * bool(rev.precision)
+    slack = float(onp.max(solver_slack(est.noise), initial=0.0)) * rev.adaptive
     # each column judged at the cotangent where the rule is furthest from the FD
     judged = []
     for u, ru, uA in rev.probes:

@@ -7,8 +7,11 @@ precision it shows."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as onp
 
+from ..fd.formats import FORMATS, Format
 from ..fd.noise import NoiseModel
 from .problem import Problem
 from .progress import checkpoint
@@ -139,7 +142,7 @@ def at_worst_probe(judged: list[tuple]) -> tuple:
     return tuple(c[worst, onp.arange(c.shape[1])] for c in stacked)
 
 
-def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:
+def rule_precision(ratio: onp.ndarray, rel: onp.ndarray, fmt: Format | None = None) -> float:
     """The relative tolerance a rule earns by disagreeing with itself: 0 for an
     exact rule; for one visibly above round-off yet small (an adaptive backward
     pass, an iterative solver), whose systematic error (a solver's tolerance)
@@ -148,15 +151,61 @@ def rule_precision(ratio: onp.ndarray, rel: onp.ndarray) -> float:
     An adaptive computation is inexact everywhere; round-off in an entry that
     is a small difference of large terms shows in a few coordinates only. So
     the gap must be visible in at least :data:`BROAD` of the coordinates the
-    rule produces."""
+    rule produces.
+
+    A rule that computes in a narrow format ``fmt`` (:func:`rule_format`) is as
+    exact as that format: :data:`NARROW_RULE_ULPS` of its eps, or the scatter it
+    shows where that is larger and still a rounding of its size (a larger gap is no
+    rounding, and is judged as any other)."""
     visible = ratio > 1
     produced = onp.isfinite(rel) & (rel > 0)
+    if fmt is not None:
+        floor = NARROW_RULE_ULPS * fmt.eps
+        scatter = float(onp.max(rel[visible & onp.isfinite(rel)], initial=0.0))
+        return max(floor, scatter) if scatter <= NARROW_SCATTER_ULPS * fmt.eps else floor
     if not visible.any() or visible.sum() < BROAD * max(int(produced.sum()), 1):
         return 0.0
     scatter = float(onp.max(rel[visible]))
     if scatter > RULE_NOISE_MAX:
         return 0.0
     return min(1e3 * scatter, float(onp.sqrt(scatter)))
+
+
+#: A rule computing in a narrow format is judged to at least this many of its eps
+#: (its value rounded to it, after a few operations in it) ...
+NARROW_RULE_ULPS = 4.0
+#: ... and its self-disagreement up to this many of its eps is its rounding.
+NARROW_SCATTER_ULPS = 16.0
+
+
+def rule_format(probes: tuple, eps: onp.ndarray | float) -> Format | None:
+    """The narrow format a rule computes in, from its values at random arguments
+    (``probes``: ``(argument, value)`` pairs of :func:`linearity_gap`): the coarsest
+    of float32, float16 and bfloat16 holding every finite nonzero value, where it is
+    coarser than the precision ``eps`` the rule is judged in and some value fills one
+    of its last three bits (None: none is). A rule computed in float64 gives such
+    values by chance once in 2^29 per value.
+
+    >>> u = onp.array([0.3, -1.1])
+    >>> rule_format(((u, onp.array([0.5, -1.0078125])),), 2.0**-52).name
+    'bfloat16'
+    >>> [rule_format(((u, r),), 2.0**-52) for r in (u * 3.1, onp.array([1.0, -3.0]))]
+    [None, None]
+    """
+    parts = [onp.ravel(onp.asarray(r)) for _, r in probes]
+    vals = onp.concatenate([onp.concatenate([r.real, r.imag]) for r in parts]).astype(float)
+    vals = vals[onp.isfinite(vals) & (vals != 0)]
+    if not vals.size:
+        return None
+    found = None
+    for fmt in FORMATS:  # from the finest: the last that holds them is the coarsest
+        if fmt.eps > float(onp.max(eps)) and fmt.holds(vals).all():
+            found = fmt
+    # a rounding to the format fills its last bits; values that leave them empty are
+    # simpler numbers (a rule ignoring its cotangent: 1.0, ±2, round(3g)), no format's
+    if found is not None and replace(found, digits=found.digits - 3).holds(vals).all():
+        return None
+    return found
 
 
 def solver_slack(noise: NoiseModel) -> onp.ndarray:
@@ -182,7 +231,14 @@ def scale_allowance(precision: float, A, N) -> onp.ndarray | float:
     return precision * onp.maximum(big.max(axis=1, keepdims=True), big.max(axis=0, keepdims=True))
 
 
-def precision_note(rule: str, precision: float, what: str) -> str:
+def precision_note(rule: str, precision: float, what: str, fmt: Format | None = None) -> str:
+    if fmt is not None:
+        return (
+            f"the {rule}'s values at random {what}s are all {fmt.name} numbers: it computes "
+            f"in {fmt.name}, so it is judged to ~{precision:.0e} relative to the size of the "
+            "Jacobian around each entry (gx.check_precision judges a low-precision gradient "
+            "against float64's, in ulps)."
+        )
     return (
         f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "
         "backward pass makes it: an ODE adjoint, a solver with a tolerance), so it is "

@@ -1,0 +1,139 @@
+"""Rules that compute in a narrow format (mixed precision: torch's ``x.half()``, jax's
+``x.astype(jnp.bfloat16)``) inside a float64 check.
+
+Such a rule's values are float16 / bfloat16 / float32 numbers, so it disagrees with
+itself (``vjp(a·u + b·v)`` against ``a·vjp(u) + b·vjp(v)``) by that format's rounding.
+It was called "not linear in its cotangent" (FAILED with every entry wrong) once
+that rounding passed 1e-4; now the format is read from its values at random cotangents
+(:func:`gradexplorer.check.rules.rule_format`) and the rule is judged to that format's
+precision. Rules whose values are simple numbers whatever the cotangent (1.0, ±2,
+``round(3g)``) are no format's, and still fail.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gradexplorer as gx
+from gradexplorer.check.rules import rule_format
+
+torch = pytest.importorskip("torch")
+
+NARROW = ["float16", "bfloat16", "float32"]
+
+
+def _torch_cases(dt):
+    W = torch.from_numpy(np.random.default_rng(0).standard_normal((12, 6)))
+    return {
+        "sin(3x)": lambda x: torch.sin(3 * x.to(dt)).double(),
+        "sin(3x) in float32 after the read": lambda x: torch.sin(3 * x.to(dt).float()).double(),
+        "tanh layer": lambda x: torch.tanh(x.to(dt) @ W.to(dt)).double(),
+        "softmax": lambda x: torch.softmax(x.to(dt), -1).double(),
+    }
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("dtype", NARROW)
+def test_torch_autograd_in_a_narrow_format_is_no_false_alarm(dtype, mode):
+    for name, f in _torch_cases(getattr(torch, dtype)).items():
+        for seed in range(2):
+            x = torch.randn(
+                3, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)
+            )
+            r = gx.check_grads(f, x, mode=mode, rng=seed)
+            assert r.outcome is not gx.Outcome.FAILED, (name, str(r))
+            assert not any("not linear" in n for n in r.notes), (name, r.notes)
+
+
+def _sin3(dtype, off=0.0, at=5):
+    """A torch Function whose backward computes in ``dtype`` (entry ``at`` off by ``off``)."""
+    dt = getattr(torch, dtype)
+
+    class Sin3(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.sin(3 * x.to(dt).float()).double()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = (3 * torch.cos(3 * x.to(dt).float())).to(dt).clone()
+            d.view(-1)[at] *= 1 + off
+            return (g.to(dt) * d).double()
+
+    return Sin3.apply
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_float16_backward_off_by_3_percent_is_found_at_its_entry(seed):
+    x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    right = gx.check_grads(_sin3("float16"), x, rng=seed)
+    assert right.passed, str(right)
+    assert any("all float16 numbers" in n for n in right.notes), right.notes
+    wrong = gx.check_grads(_sin3("float16", 0.03), x, rng=seed)
+    assert wrong.outcome is gx.Outcome.FAILED, str(wrong)
+    assert {e.in_index for e in wrong.mismatches} == {(1, 0)}, str(wrong)
+
+
+def test_a_bfloat16_backward_is_judged_to_bfloat16s_precision():
+    x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    right = gx.check_grads(_sin3("bfloat16"), x, rng=0)
+    assert right.outcome is not gx.Outcome.FAILED, str(right)
+    wrong = gx.check_grads(_sin3("bfloat16", 0.3), x, rng=0)
+    assert {e.in_index for e in wrong.mismatches} == {(1, 0)}, str(wrong)
+
+
+def test_jax_in_a_narrow_format_is_no_false_alarm():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    W = np.random.default_rng(0).standard_normal((16, 8))
+    with jax.enable_x64(True):
+        for dt in (jnp.float16, jnp.bfloat16):
+            cases = [
+                lambda x: jnp.sin(3 * x.astype(dt)).astype(jnp.float64),  # noqa: B023
+                lambda x: jnp.tanh(x.astype(dt) @ jnp.asarray(W, dt)).astype(jnp.float64),  # noqa: B023
+            ]
+            for f in cases:
+                x = jnp.asarray(np.random.default_rng(1).standard_normal((2, 16)))
+                for mode in ("full", "fast"):
+                    r = gx.check_grads(f, x, mode=mode, rng=1)
+                    assert r.outcome is not gx.Outcome.FAILED, str(r)
+
+
+#: rules whose values are simple numbers, whatever the cotangent: (f, its wrong VJP)
+IGNORING = {
+    "ones": (lambda x: np.sum(x**2), lambda ans, x: lambda g: np.ones_like(x)),
+    "sign(g)": (lambda x: x**2, lambda ans, x: lambda g: np.sign(g) * 2.0),
+    "round(3g)": (lambda x: 3 * x, lambda ans, x: lambda g: np.round(g * 3)),
+    "3g + 1": (lambda x: 3 * x, lambda ans, x: lambda g: g * 3 + 1.0),
+}
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("name", list(IGNORING))
+def test_simple_valued_rules_are_no_narrow_format(name, mode):
+    fn, vjp = IGNORING[name]
+    f = gx.primitive(fn)
+    gx.defvjp(f, vjp)
+    x = np.array([0.5, 1.5, -2.0, 0.25])
+    for seed in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert gx.check_grads(f, x, mode=mode, rng=seed).outcome is gx.Outcome.FAILED
+
+
+def test_the_format_is_read_from_the_rules_values():
+    u = np.random.default_rng(0).standard_normal(50)
+    pairs = lambda r: ((u, r),)  # noqa: E731
+    half = u.astype(np.float16).astype(float)
+    assert rule_format(pairs(half), 2.0**-52).name == "float16"
+    assert rule_format(pairs(u.astype(np.float32).astype(float)), 2.0**-52).name == "float32"
+    assert rule_format(pairs(u), 2.0**-52) is None  # float64's own
+    assert rule_format(pairs(half), 2.0**-10) is None  # not coarser than the check's
+    assert rule_format(pairs(np.zeros(4)), 2.0**-52) is None  # nothing to read
+    # complex values (a JVP's): both parts
+    assert rule_format(pairs(half + 1j * half[::-1]), 2.0**-52).name == "float16"
