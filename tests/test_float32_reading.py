@@ -95,11 +95,12 @@ def test_float32_reading_is_told_from_float64_functions():
     assert _kind(read_format(f32, x0, EPS64)) == ("only", 5)
     # float64 beside it (a term of x**2): partly, from its jumps at the cells' edges
     assert _kind(read_format(lambda X: f32(X) + X**2, x0, EPS64)) == ("partly", 7)
-    # smooth float64, noisy float64 (its noise as large mid-cell as at the edges), no
+    # smooth float64, noisy float64 (its noise as large mid-cell as at the edges: 7
+    # evaluations, and 12 asking bfloat16's and float16's edges the same), no
     # output that moves, x already float32 (nothing finer to read), x not finite: none
     noisy = lambda X: np.sin(X) + 1e-9 * np.sin(1e12 * X)  # noqa: E731
-    assert _kind(read_format(np.sin, x0, EPS64)) == ("", 7)
-    assert _kind(read_format(noisy, x0, EPS64)) == ("", 7)
+    assert _kind(read_format(np.sin, x0, EPS64)) == ("", 19)
+    assert _kind(read_format(noisy, x0, EPS64)) == ("", 19)
     assert _kind(read_format(lambda X: np.zeros_like(X), x0, EPS64)) == ("", 13)
     assert _kind(read_format(f32, x0, np.full(3, 2.0**-23))) == ("", 0)
     assert _kind(read_format(f32, np.array([0.3, np.nan, 1.0]), EPS64)) == ("", 0)
@@ -317,3 +318,22 @@ def test_formats_round_and_cell_as_the_dtypes_do(name):
     assert not (read[2] == c).any() and not (read[3] == c).any()  # just beyond: not
     with pytest.raises(ValueError, match="expected one of"):
         format_named("float8")
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("read", list(READS))
+def test_x_read_partly_in_float16_or_bfloat16(read, mode):
+    """A narrow part beside a float64 one (``model(x.half()) + 1e-3·|x|²``): found by
+    its jumps at the format's cell edges, checked on that grid. Every right rule failed
+    before; float16's wrong rules are found at their entry."""
+    narrow = _read_narrow(READS[read], np.sin)
+    body, rule = (lambda x: narrow(x) + x**2), (lambda x: np.cos(x) + 2 * x)
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal(8)
+        r = gx.check_grads(_diagonal(body, rule), x, mode=mode, rng=seed)
+        assert r.outcome is not gx.Outcome.FAILED, str(r)
+        assert any(f"reads x partly through {read}" in n for n in r.notes), r.notes
+        if read == "float16":
+            bad = _diagonal(body, lambda v: _with(rule(v), 5, 1.01 * rule(v)[5]))
+            r = gx.check_grads(bad, x, mode=mode, rng=seed)
+            assert {(e.row, e.col) for e in r.mismatches} == {(5, 5)}, str(r)

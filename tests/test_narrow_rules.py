@@ -137,3 +137,31 @@ def test_the_format_is_read_from_the_rules_values():
     assert rule_format(pairs(np.zeros(4)), 2.0**-52) is None  # nothing to read
     # complex values (a JVP's): both parts
     assert rule_format(pairs(half + 1j * half[::-1]), 2.0**-52).name == "float16"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_mixed_precision_loss_is_no_false_alarm(dtype):
+    """A float16 model beside a float64 regulariser: the rule's values mix both, so no
+    format holds them, yet it disagrees with itself by float16's rounding. f reads x
+    partly through float16, so that rounding is its precision (before: "the JVP is not
+    linear in its tangent", FAILED in fast mode)."""
+    dt = getattr(torch, dtype)
+    W = torch.from_numpy(np.random.default_rng(0).standard_normal((12, 6)))
+
+    def loss(x):
+        return torch.tanh(x.to(dt) @ W.to(dt)).double().sum() + 1e-3 * (x**2).sum()
+
+    for seed in range(3):
+        x = torch.randn(3, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+        for mode in ("full", "fast"):
+            r = gx.check_grads(loss, x, mode=mode, rng=seed)
+            assert r.outcome is not gx.Outcome.FAILED, str(r)
+
+
+def test_a_wrong_float16_backward_beside_float64_is_found():
+    fn = _sin3("float16", 0.1)
+    x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    r = gx.check_grads(lambda v: fn(v) + 1e-3 * v**2, x, rng=1)
+    assert {e.in_index for e in r.mismatches} == {(1, 0)}, str(r)
+    right = _sin3("float16")
+    assert gx.check_grads(lambda v: right(v) + 1e-3 * v**2, x, rng=1).passed

@@ -27,8 +27,7 @@ from .rules import (
     precision_note,
     reverse_rows,
     rows_rule,
-    rule_format,
-    rule_precision,
+    rule_exactness,
     vjp_rule,
 )
 
@@ -84,7 +83,9 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     notes: list[str] = []
     col_eps = eps.max(axis=0)
     lin_ratio, lin_rel, pairs = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
-    fmt = rule_format(pairs, col_eps)
+    reading = None if p.reading is None else p.reading.fmt
+    exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, reading)
+    fmt, precision = exact.fmt, exact.precision
     # a rule computing in a narrow format disagrees with itself by its rounding
     rounding = 256 * col_eps if fmt is None else NARROW_SCATTER_ULPS * fmt.eps
     suspect = lin_ratio > 1 if fmt is None else lin_rel > rounding
@@ -97,9 +98,8 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
             )
         suspect |= unit_gap > 1
         probes.append((u, ru, uA))
-    precision = rule_precision(lin_ratio, lin_rel, fmt)
     if precision:
-        notes.append(precision_note(opts.rule_name, precision, "cotangent", fmt))
+        notes.append(precision_note(opts.rule_name, "cotangent", exact))
     jitter, jitter_rel, jitter_note = backward_spread(p, tr, vjp, opts.gen)
     if jitter_note:
         notes.append(jitter_note)

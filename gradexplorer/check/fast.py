@@ -27,7 +27,7 @@ from .judging import RTOL_ULPS
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
-from .rules import linearity_gap, precision_note, rule_format, rule_precision, solver_slack
+from .rules import linearity_gap, precision_note, rule_exactness, solver_slack
 from .verdicts import Comparison, Verdict
 
 __all__ = ["fast_check", "N_PROJECTIONS", "AFFORDABLE_ENTRIES"]
@@ -163,20 +163,25 @@ def _context(p: Problem, opts: Options, method: str):
     return ctx, U, y0_ext, jitter_rel
 
 
+def _reading(ctx: FastContext):
+    """The narrow format f reads x in (None: none)."""
+    return None if ctx.p.reading is None else ctx.p.reading.fmt
+
+
 def _linearity(ctx: FastContext, opts: Options):
     """The VJP must be linear in its cotangent; a gap counts where the finite
     differences confirm that the random-cotangent VJP is wrong. An adaptive
     rule (inexact everywhere, slightly) is judged to the precision it shows."""
     m, n = ctx.y0.size, ctx.x0.size
     lin, lin_rel, probes = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
-    fmt = rule_format(probes, ctx.col_eps)
-    precision = rule_precision(lin, lin_rel, fmt)
+    exact = rule_exactness(lin, lin_rel, probes, ctx.col_eps, _reading(ctx))
+    precision = exact.precision
     slack = 0.0
     if precision:
         # (a solver's error grows with f's unevenness; a narrow format's rounding does not)
-        slack = 0.0 if fmt else float(onp.max(solver_slack(ctx.row_noise), initial=0.0))
+        slack = 0.0 if exact.fmt else float(onp.max(solver_slack(ctx.row_noise), initial=0.0))
         ctx.rtol = max(ctx.rtol or 0.0, precision + slack, RTOL_ULPS * float(ctx.col_eps.max()))
-        ctx.notes.append(precision_note("VJP", precision, "cotangent", fmt))
+        ctx.notes.append(precision_note("VJP", "cotangent", exact))
         lin = onp.zeros_like(lin)
     entries: list[Entry] = []
     # a rule that ignores its cotangent is off by far more than round-off (which a
@@ -360,7 +365,8 @@ def _nonlinear_jvp(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> list[En
     """Rows where the JVP is not linear in its tangent, confirmed by J d."""
     n = ctx.x0.size
     ratio, rel, probes = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
-    if rule_precision(ratio, rel, rule_format(probes, ctx.row_eps)) or not onp.any(ratio > 1):
+    exact = rule_exactness(ratio, rel, probes, ctx.row_eps, _reading(ctx))
+    if exact.precision or not onp.any(ratio > 1):
         return []
     rt = ctx.rtol_rows()
     out = []

@@ -27,8 +27,7 @@ from .rules import (
     jvp_rule,
     linearity_gap,
     precision_note,
-    rule_format,
-    rule_precision,
+    rule_exactness,
     scale_allowance,
     solver_slack,
 )
@@ -73,14 +72,15 @@ def judge_forward(
     jvp_ratio, jvp_rel, probes = linearity_gap(
         jvp_rule(p), p.n, p.m, opts.gen, float, eps.max(axis=1)
     )
-    fmt = rule_format(probes, eps.max(axis=1))
-    own = rule_precision(jvp_ratio, jvp_rel, fmt)
+    reading = None if p.reading is None else p.reading.fmt
+    exact = rule_exactness(jvp_ratio, jvp_rel, probes, eps.max(axis=1), reading)
+    own, fmt = exact.precision, exact.fmt
     precision = max(own, rev.precision if fwd.fallback_ops else 0.0)
     # (a solver's error grows with f's unevenness; a narrow format's rounding does not)
     adaptive = (own > 0 and fmt is None) or (bool(fwd.fallback_ops) and rev.adaptive)
     rtol = onp.maximum(jd.rtol, precision)
     if precision and not rev.precision:
-        notes.append(precision_note("JVP", precision, "tangent", fmt))
+        notes.append(precision_note("JVP", "tangent", exact))
     allowance = jd.atol + jd.wobble + scale_allowance(precision, onp.abs(J), N)
     if adaptive:
         slack = solver_slack(est.noise)[:, None]

@@ -7,7 +7,7 @@ precision it shows."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as onp
 
@@ -231,13 +231,63 @@ def scale_allowance(precision: float, A, N) -> onp.ndarray | float:
     return precision * onp.maximum(big.max(axis=1, keepdims=True), big.max(axis=0, keepdims=True))
 
 
-def precision_note(rule: str, precision: float, what: str, fmt: Format | None = None) -> str:
+@dataclass(frozen=True)
+class Exactness:
+    """How exact a rule is: its relative ``precision`` (0: exact), and the narrow
+    format it computes in (None: float64's, or a solver's inexactness), known from
+    its values (``by_values``) or from the format f reads x in."""
+
+    precision: float = 0.0
+    fmt: Format | None = None
+    by_values: bool = False
+
+
+def rule_exactness(
+    ratio: onp.ndarray,
+    rel: onp.ndarray,
+    probes: tuple,
+    eps: onp.ndarray | float,
+    reading: Format | None = None,
+) -> Exactness:
+    """A rule's :class:`Exactness` from its linearity gap (``ratio``, ``rel``,
+    ``probes``: :func:`linearity_gap`): the format its values are numbers of
+    (:func:`rule_format`), else a solver's precision (:func:`rule_precision`), else,
+    where f reads x through a narrow format (``reading``), that format's rounding:
+    f's AD then computes partly in it (``model(x.half()) + 1e-3·|x|²``: the rule's
+    values mix float16 and float64), and the scatter it shows, if that is a rounding
+    of its size in the format, is its precision.
+
+    >>> u = onp.ones(3)
+    >>> rule_exactness(onp.zeros(3), onp.zeros(3), ((u, u * 3.1),), 2.0**-52)
+    Exactness(precision=0.0, fmt=None, by_values=False)
+    """
+    fmt = rule_format(probes, eps)
     if fmt is not None:
+        return Exactness(rule_precision(ratio, rel, fmt), fmt, True)
+    precision = rule_precision(ratio, rel)
+    if precision or reading is None or reading.eps <= float(onp.max(eps)):
+        return Exactness(precision)
+    scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
+    if RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
+        return Exactness(scatter, reading)
+    return Exactness()
+
+
+def precision_note(rule: str, what: str, exact: Exactness) -> str:
+    precision, fmt = exact.precision, exact.fmt
+    if fmt is not None and exact.by_values:
         return (
             f"the {rule}'s values at random {what}s are all {fmt.name} numbers: it computes "
             f"in {fmt.name}, so it is judged to ~{precision:.0e} relative to the size of the "
             "Jacobian around each entry (gx.check_precision judges a low-precision gradient "
             "against float64's, in ulps)."
+        )
+    if fmt is not None:
+        return (
+            f"the {rule} disagrees with itself by ~{precision:.0e} (relative), {fmt.name}'s "
+            f"rounding: f reads x through {fmt.name}, so its derivatives compute partly in "
+            f"{fmt.name} too, and it is judged to that relative to the size of the Jacobian "
+            "around each entry."
         )
     return (
         f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "

@@ -26,8 +26,10 @@ part is flat, and its derivative there is not the one any rule gives).
 (Reading(format='float32', only=False), 7)
 >>> read_format(lambda X: np.sin(X.astype(np.float16)).astype(float), x0, eps)
 (Reading(format='float16', only=True), 13)
+>>> read_format(lambda X: np.sin(X.astype(np.float16)).astype(float) + X**2, x0, eps)
+(Reading(format='float16', only=False), 19)
 >>> read_format(np.sin, x0, eps)
-(None, 7)
+(None, 19)
 >>> point, spacing = narrow_point(x0, eps, FLOAT16)
 >>> bool(np.all(point == x0.astype(np.float16))), float(spacing[2]) == 2.0**-9
 (True, True)
@@ -146,11 +148,13 @@ def read_format(
     Only through float32 where every output of f is the same at x0 and across the
     float32 cells of all those coordinates (moved together to both edges), and some
     output differs just beyond them: such an f takes the same value at x0 rounded to
-    float32. Partly where some output jumps across both edges of the cells by far
-    more than it moves over the same distance mid-cell (``sin(x32) + x**2``). An f
-    the same just beyond its float32 cells too is asked the same of the cells of
-    bfloat16 and float16 (8 evaluations more). Either way, steps that are whole ulps
-    of that format from x0 rounded to it are steps f sees exactly.
+    float32 (5 evaluations). Partly where some output jumps across both edges of the
+    cells by far more than it moves over the same distance mid-cell (``sin(x32) +
+    x**2``; 7). An f the same just beyond its float32 cells too is asked the same of
+    the cells of bfloat16 and float16 (13 in all); one that neither is flat nor jumps
+    there, whether it jumps at theirs (19 in all: what a float64 f costs). Either way,
+    steps that are whole ulps of that format from x0 rounded to it are steps f sees
+    exactly.
     """
     finer = onp.asarray(coord_eps) < FLOAT32.eps
     if x0.size == 0 or not finer.any() or not onp.isfinite(x0).all():
@@ -165,43 +169,70 @@ def read_format(
     if same.all():  # flat over float32's cells and beyond: a coarser format's?
         coarse, more = _coarser_reading(evaluate, x0, finer, Y[0])
         return coarse, Y.shape[0] + more
-    jumps, more = _jumps_at_edges(evaluate, cells, Y)
-    return (Reading(FLOAT32, False) if jumps else None), Y.shape[0] + more
+    pad2 = cells[0] - cells[2]  # 2 pads per coordinate (0 where x is not finer)
+    Z = onp.asarray(evaluate(onp.stack([cells[0] + pad2, cells[1] - pad2])), dtype=float)
+    if _jumps_at_edges(Y[0], Y[1:], Z):
+        return Reading(FLOAT32, False), Y.shape[0] + 2
+    coarse, more = _coarser_partly(evaluate, x0, finer, Y[0])
+    return coarse, Y.shape[0] + 2 + more
+
+
+def _coarser_cells(x0, finer) -> list[tuple[Format, onp.ndarray]]:
+    """bfloat16's and float16's cells of the coordinates finer than float32 (as
+    :func:`format_cells`), where they are finite (float16's range ends at 65504)."""
+    out = []
+    for fmt in (BFLOAT16, FLOAT16):
+        cells = onp.where(finer[None, :], format_cells(x0, fmt), x0[None, :])
+        if onp.isfinite(cells).all():
+            out.append((fmt, cells))
+    return out
 
 
 def _coarser_reading(evaluate, x0, finer, y0) -> tuple[Reading | None, int]:
     """Reading only through bfloat16 or float16 (the coarser first): f the same across
     the format's cells, different just beyond them (one call for both)."""
-    candidates, rows = [], []
-    for fmt in (BFLOAT16, FLOAT16):
-        cells = onp.where(finer[None, :], format_cells(x0, fmt), x0[None, :])
-        if onp.isfinite(cells).all():  # (float16's range ends at 65504)
-            candidates.append(fmt)
-            rows.append(cells)
-    if not rows:
+    found = _coarser_cells(x0, finer)
+    if not found:
         return None, 0
-    same = _same(onp.asarray(evaluate(onp.concatenate(rows)), dtype=float), y0)
-    for k, fmt in enumerate(candidates):
+    same = _same(onp.asarray(evaluate(onp.concatenate([c for _, c in found])), dtype=float), y0)
+    for k, (fmt, _) in enumerate(found):
         inside, outside = same[4 * k : 4 * k + 2], same[4 * k + 2 : 4 * k + 4]
         if inside.all() and not outside.all():
-            return Reading(fmt, True), 4 * len(rows)
-    return None, 4 * len(rows)
+            return Reading(fmt, True), 4 * len(found)
+    return None, 4 * len(found)
 
 
-def _jumps_at_edges(evaluate, cells, Y) -> tuple[bool, int]:
-    """f reads x partly through float32 (``sin(x32) + x**2``): some output changes
-    across both edges of the cells (2 pads each) by far more than over the next 2 pads
-    inside either edge, where only its float64 part moves (f's own rounding, or an
-    oscillation far faster than a cell, is as large there as across the edges)."""
-    pad2 = cells[0] - cells[2]  # 2 pads per coordinate (0 where x is not finer)
-    inner = onp.stack([cells[0] + pad2, cells[1] - pad2])
-    Z = onp.asarray(evaluate(inner), dtype=float)
+def _coarser_partly(evaluate, x0, finer, y0) -> tuple[Reading | None, int]:
+    """Reading partly through bfloat16 or float16 (``model(x.half()) + 1e-3·|x|²``):
+    jumps at the edges of the format's cells (each format's edges are numbers of the
+    other, where it does not jump); 12 evaluations, in one call."""
+    found = _coarser_cells(x0, finer)
+    if not found:
+        return None, 0
+    rows = []
+    for _, cells in found:
+        pad2 = cells[0] - cells[2]
+        rows.append(onp.concatenate([cells, onp.stack([cells[0] + pad2, cells[1] - pad2])]))
+    Y = onp.asarray(evaluate(onp.concatenate(rows)), dtype=float)
+    for k, (fmt, _) in enumerate(found):
+        if _jumps_at_edges(y0, Y[6 * k : 6 * k + 4], Y[6 * k + 4 : 6 * k + 6]):
+            return Reading(fmt, False), 6 * len(found)
+    return None, 6 * len(found)
+
+
+def _jumps_at_edges(y0, at_cells, inner) -> bool:
+    """f reads x partly through a narrow format (``sin(x32) + x**2``): some output
+    changes across both edges of the cells (``at_cells``: just inside the low and the
+    high edge, then just outside them, 2 pads apart) by far more than over the next 2
+    pads inside either edge (``inner``), where only its wider part moves (f's own
+    rounding, or an oscillation far faster than a cell, is as large there as across
+    the edges)."""
     with onp.errstate(all="ignore"):
-        calm = onp.fmax(onp.abs(Z[0] - Y[1]), onp.abs(Z[1] - Y[2]))
-        edges = onp.fmin(onp.abs(Y[1] - Y[3]), onp.abs(Y[4] - Y[2]))
-        rounding = 64 * onp.finfo(float).eps * onp.abs(Y[0])
+        calm = onp.fmax(onp.abs(inner[0] - at_cells[0]), onp.abs(inner[1] - at_cells[1]))
+        edges = onp.fmin(onp.abs(at_cells[0] - at_cells[2]), onp.abs(at_cells[3] - at_cells[1]))
+        rounding = 64 * onp.finfo(float).eps * onp.abs(y0)
         jumps = onp.isfinite(edges) & onp.isfinite(calm) & (edges > 8 * calm + rounding)
-    return bool(jumps.any()), 2
+    return bool(jumps.any())
 
 
 def narrow_point(
