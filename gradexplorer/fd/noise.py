@@ -29,7 +29,7 @@ import numpy as onp
 
 from .formats import FLOAT32
 from .fusing import fusable
-from .narrow import on_narrow_grid, output_eps, reads_float32
+from .narrow import output_eps, reads_float32
 from .quantum import output_quantum
 
 __all__ = ["estimate_noise", "NOISE_POINTS", "NoiseModel", "probe_noise"]
@@ -354,7 +354,7 @@ def probe_noise(
             # whose values are no float32's) stay f's shape: flat inside a stair
             # so are x's float32 stairs where f goes on in float64 (exp(x.astype(float32))):
             # flat across x's float32 cells, moving just beyond (round(x, k)'s are not)
-            rounding = host(on_narrow_grid(xp.concatenate(samples, axis=0), y0_x, xp))
+            rounding = host(output_eps(xp.concatenate(samples, axis=0), y0_x, xp)) > 0
             moved = host(_moved(vals, y0_x, xp))
             if onp.any(noisy & ~moved & ~rounding):
                 rounding |= reads_float32(ev, x0, y0)
