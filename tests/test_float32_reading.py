@@ -94,7 +94,7 @@ def test_float32_reading_is_told_from_float64_functions():
     f32 = lambda X: np.tanh(X.astype(np.float32)).astype(float)  # noqa: E731
     assert _kind(read_format(f32, x0, EPS64)) == ("only", 5)
     # float64 beside it (a term of x**2): partly, from its jumps at the cells' edges
-    assert _kind(read_format(lambda X: f32(X) + X**2, x0, EPS64)) == ("partly", 7)
+    assert _kind(read_format(lambda X: f32(X) + X**2, x0, EPS64)) == ("partly", 13)
     # smooth float64, noisy float64 (its noise as large mid-cell as at the edges: 7
     # evaluations, and 12 asking bfloat16's and float16's edges the same), no
     # output that moves, x already float32 (nothing finer to read), x not finite: none

@@ -1,0 +1,137 @@
+"""Verdicts on torch and jax functions that compute in float16 / bfloat16 inside a
+float64 check: their frameworks' own derivatives (right), a custom backward in the
+same format off by a known amount in one entry (wrong), and a mixed-precision loss
+(a narrow model plus a float64 regulariser).
+
+    python bench/mixed_precision.py [--seeds 4]
+
+Each row counts passed / failed / inconclusive over seeds and both modes. A right
+derivative FAILED is a false alarm; a wrong one that is not FAILED at exactly its
+entry is a miss (bfloat16's 8 bits resolve little: inconclusive is no fault there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _util import table  # noqa: E402
+
+import gradexplorer as gx  # noqa: E402
+
+FORMATS = ("float16", "bfloat16", "float32")
+MODES = ("full", "fast")
+
+
+def _torch_cases(torch, dt, W):
+    return {
+        "sin(3x)": lambda x: torch.sin(3 * x.to(dt)).double(),
+        "sin(3x), float32 after the read": lambda x: torch.sin(3 * x.to(dt).float()).double(),
+        "tanh layer": lambda x: torch.tanh(x.to(dt) @ W.to(dt)).double(),
+        "softmax": lambda x: torch.softmax(x.to(dt), -1).double(),
+        "loss + 1e-3·|x|² (float64)": lambda x: (
+            torch.tanh(x.to(dt) @ W.to(dt)).double().sum() + 1e-3 * (x**2).sum()
+        ),
+    }
+
+
+def _wrong_backward(torch, dt, off, at=5):
+    """sin(3x) read in ``dt``, with a backward in ``dt`` off by ``off`` at entry ``at``."""
+
+    class Sin3(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.sin(3 * x.to(dt).float()).double()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = (3 * torch.cos(3 * x.to(dt).float())).to(dt).clone()
+            d.view(-1)[at] *= 1 + off
+            return (g.to(dt) * d).double()
+
+    return Sin3.apply
+
+
+def _count(outcomes: list) -> str:
+    return " / ".join(str(sum(o == k for o in outcomes)) for k in ("P", "F", "I"))
+
+
+def torch_rows(seeds: int) -> list:
+    import torch
+
+    rows = []
+    W = torch.from_numpy(np.random.default_rng(0).standard_normal((12, 6)))
+    for name in FORMATS:
+        for case, f in _torch_cases(torch, getattr(torch, name), W).items():
+            out = []
+            for s in range(seeds):
+                gen = torch.Generator().manual_seed(s)
+                x = torch.randn(3, 12, dtype=torch.float64, generator=gen)
+                out += [gx.check_grads(f, x, mode=m, rng=s).outcome.value[0].upper() for m in MODES]
+            rows.append(("torch", name, case, "right", _count(out)))
+    for name in ("float16", "bfloat16"):
+        for off in (0.03, 0.1):
+            f = _wrong_backward(torch, getattr(torch, name), off)
+            out = []
+            for s in range(seeds):
+                x = torch.randn(
+                    4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(s)
+                )
+                for m in MODES:
+                    r = gx.check_grads(f, x, mode=m, rng=s)
+                    exact = {e.in_index for e in r.mismatches} == {(1, 0)}
+                    out.append("F" if r.outcome is gx.Outcome.FAILED and exact else
+                               "I" if r.outcome is gx.Outcome.INCONCLUSIVE else "P")  # fmt: skip
+            rows.append(("torch", name, "custom backward", f"off by {off:g}", _count(out)))
+    return rows
+
+
+def jax_rows(seeds: int) -> list:
+    import jax
+    import jax.numpy as jnp
+
+    rows = []
+    W = np.random.default_rng(0).standard_normal((16, 8))
+    with jax.enable_x64(True):
+        for name in FORMATS:
+            dt = getattr(jnp, name)
+            cases = {
+                "sin(3x)": lambda x, dt=dt: jnp.sin(3 * x.astype(dt)).astype(jnp.float64),
+                "tanh layer": lambda x, dt=dt: jnp.tanh(x.astype(dt) @ jnp.asarray(W, dt)).astype(
+                    jnp.float64
+                ),
+                "sin(3x), float32 after the read": lambda x, dt=dt: jnp.sin(
+                    3 * x.astype(dt).astype(jnp.float32)
+                ).astype(jnp.float64),
+            }
+            for case, f in cases.items():
+                out = []
+                for s in range(seeds):
+                    x = jnp.asarray(np.random.default_rng(s).standard_normal((2, 16)))
+                    out += [
+                        gx.check_grads(f, x, mode=m, rng=s).outcome.value[0].upper() for m in MODES
+                    ]
+                rows.append(("jax", name, case, "right", _count(out)))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=4)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    rows = torch_rows(args.seeds) + jax_rows(args.seeds)
+    print(
+        table(rows, ("framework", "format", "function", "derivative", "passed / failed / inconcl."))
+    )
+
+
+if __name__ == "__main__":
+    main()
