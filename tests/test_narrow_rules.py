@@ -165,3 +165,106 @@ def test_a_wrong_float16_backward_beside_float64_is_found():
     assert {e.in_index for e in r.mismatches} == {(1, 0)}, str(r)
     right = _sin3("float16")
     assert gx.check_grads(lambda v: right(v) + 1e-3 * v**2, x, rng=1).passed
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_a_narrow_rule_ignoring_its_cotangent_still_fails(dtype, mode):
+    """Its values are float16 numbers at every cotangent, so it "computes in float16";
+    yet it fills entries along inputs f does not depend on. Those entries sat on the
+    output's float16 stairs and were unresolvable (INCONCLUSIVE in full mode): f never
+    moved there over steps far wider than any stair, so the derivative there is 0."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+
+    @gx.primitive
+    def softsign(x):
+        narrow = x.astype(dtype)
+        return (narrow / (1 + np.abs(narrow))).astype(np.float64)
+
+    def ignoring(ans, x):
+        d = (1 / (1 + np.abs(x.astype(dtype))) ** 2).astype(dtype).astype(np.float64)
+        return lambda g: d
+
+    gx.defvjp(softsign, ignoring)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = gx.check_grads(softsign, x, mode=mode, rng=seed)
+        assert r.outcome is gx.Outcome.FAILED, str(r)
+
+
+def _scaled(off):
+    """f(x, w) = tanh(x.half() @ W.half()) · w with a rule for w off by ``off`` at w[2]."""
+    W = torch.randn(6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, h, w):
+            ctx.save_for_backward(h, w)
+            return h * w
+
+        @staticmethod
+        def backward(ctx, g):
+            h, w = ctx.saved_tensors
+            gw = (g * h).clone()
+            gw[..., 2] *= 1 + off
+            return g * w, gw
+
+    return lambda x, w: Scale.apply(torch.tanh(x.half() @ W.half()).double(), w)
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_float64_input_beside_one_read_in_float16_keeps_float64s_precision(mode):
+    """x's derivatives compute partly in float16 and earn its rounding; w's are exact
+    (y = h·w) and are judged as exactly as without x. Before, w's were judged to
+    float16's ~1e-3 too, and a rule off by 1e-4 at w[2] passed in 8 of 8 checks."""
+    for seed in range(2):
+        x = torch.randn(3, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+        w = torch.randn(4, dtype=torch.float64, generator=torch.Generator().manual_seed(50 + seed))
+        right = gx.check_grads(_scaled(0.0), x, w, mode=mode, rng=seed)
+        assert right.outcome is not gx.Outcome.FAILED, str(right)
+        wrong = gx.check_grads(_scaled(1e-3), x, w, mode=mode, rng=seed)
+        assert wrong.outcome is gx.Outcome.FAILED, str(wrong)
+        assert {e.wrt for e in wrong.mismatches} == {1}, str(wrong)
+        assert {e.in_index for e in wrong.mismatches} == {(2,)}, str(wrong)
+
+
+def _half_gelu_layer(off):
+    """A float16 gelu layer (float16 output) whose float16 backward is off at x[0, 5]."""
+    import torch.nn.functional as F
+
+    W = torch.randn(8, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(99))
+
+    class GeluLayer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return F.gelu(x.half() @ W.half()).double()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            xh = x.half().detach().requires_grad_()
+            with torch.enable_grad():
+                (gx_,) = torch.autograd.grad(F.gelu(xh @ W.half()), xh, g.half())
+            gx_ = gx_.clone()
+            gx_[0, 5] *= 1 + off
+            return gx_.double()
+
+    return GeluLayer.apply
+
+
+def test_wrong_entries_on_a_float16_outputs_stairs_are_judged():
+    """A float16 output moves in its ulps, stairs the finite differences span only a
+    few of where the slope is small. Those are a smooth function's rounding, not
+    ``floor``'s stairs: the slope across them is its derivative, with the stairs in
+    the FD error. Before, only the wrong entries (doubled) were set aside as
+    unresolvable on stairs, and the check passed."""
+    for seed in range(3):
+        x = torch.randn(4, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+        right = gx.check_grads(_half_gelu_layer(0.0), x, rng=seed)
+        assert right.outcome is not gx.Outcome.FAILED, str(right)
+        wrong = gx.check_grads(_half_gelu_layer(1.0), x, rng=seed)
+        assert {e.in_index for e in wrong.mismatches} == {(0, 5)}, str(wrong)

@@ -55,6 +55,9 @@ class Reverse:
     notes: list[str] = field(default_factory=list)
     #: the narrow format the rule computes in (its precision is that rounding), or None
     narrow: Format | None = None
+    #: ``precision`` per column where only some columns show it (x read in float16
+    #: beside a float64 w: w's columns keep float64's), else the one precision
+    column_precision: float | onp.ndarray = 0.0
 
     @property
     def adaptive(self) -> bool:
@@ -116,4 +119,5 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
         m + 3 + RUNS + 1,
         notes,
         fmt,
+        exact.per_coordinate(),
     )

@@ -52,9 +52,17 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
     ctx, U, y0_ext, jitter_rel = _context(p, opts, method)
     ctx.notes.extend(notes)
     entries, precision, slack = _linearity(ctx, opts)
-    failing, unresolved, forward_entries = _project(ctx, U, y0_ext, precision, slack, opts)
-    entries += forward_entries
-    entries += _locate_or_fall_back(ctx, p, opts, failing, unresolved, entries)
+    failing, unresolved = None, 0
+    if ctx.mixed_precision and _affordable(p):
+        entries += _fall_back(
+            ctx, p, opts,
+            "the VJP computes in a narrow format in some input coordinates and not in "
+            "others, which every projection mixes",
+        )  # fmt: skip
+    else:
+        failing, unresolved, forward_entries = _project(ctx, U, y0_ext, precision, slack, opts)
+        entries += forward_entries
+        entries += _locate_or_fall_back(ctx, p, opts, failing, unresolved, entries)
     entries = _dedupe(entries)
     kinks = [e for e in entries if e.verdict is Verdict.RIGHT_AT_KINK]
     wrong = [e for e in entries if e.verdict.failing]
@@ -183,6 +191,12 @@ def _linearity(ctx: FastContext, opts: Options):
         ctx.rtol = max(ctx.rtol or 0.0, precision + slack, RTOL_ULPS * float(ctx.col_eps.max()))
         ctx.notes.append(precision_note("VJP", "cotangent", exact))
         lin = onp.zeros_like(lin)
+        ctx.mixed_precision = exact.where is not None
+        if ctx.mixed_precision and not _affordable(ctx.p):
+            ctx.notes.append(
+                "a projection mixes every input coordinate, so here all are judged to that "
+                "precision; mode='full' on a part of the inputs judges each to its own."
+            )
     entries: list[Entry] = []
     # a rule that ignores its cotangent is off by far more than round-off (which a
     # small difference of large terms can push past the linearity allowance in a
@@ -274,7 +288,7 @@ def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry
     """Group testing where a projection failed; the full check where that is
     affordable and group testing could not finish (nothing resolved, nothing
     located, or more wrong entries than its budget)."""
-    affordable = p.m * p.n <= AFFORDABLE_ENTRIES and p.m + 10 * p.n <= AFFORDABLE_PASSES
+    affordable = _affordable(p)
     located: list[Entry] = []
     if failing is not None:
         ctx.notes.append(
@@ -291,12 +305,7 @@ def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry
             if empty
             else f"more than {ctx.budget} wrong rows or columns"
         )
-        ctx.notes.append(f"{why}: fell back to the full check, which judges every entry")
-        full = ctx.fallback = full_check(p, opts)
-        ctx.cost.nfev += full.nfev
-        ctx.cost.ngrad += full.ngrad
-        ctx.capped = False
-        return list(full.mismatches) + list(full.kinks)
+        return _fall_back(ctx, p, opts, why)
     if empty and not found:
         ctx.notes.append(
             "no entry exceeds its own tolerance although a projection did: the error is "
@@ -304,6 +313,21 @@ def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry
             "to see every entry."
         )
     return located
+
+
+def _affordable(p: Problem) -> bool:
+    """Is the full check affordable as the fast check's fallback?"""
+    return p.m * p.n <= AFFORDABLE_ENTRIES and p.m + 10 * p.n <= AFFORDABLE_PASSES
+
+
+def _fall_back(ctx: FastContext, p: Problem, opts: Options, why: str) -> list[Entry]:
+    """The full check in the fast check's place; its entries."""
+    ctx.notes.append(f"{why}: fell back to the full check, which judges every entry")
+    full = ctx.fallback = full_check(p, opts)
+    ctx.cost.nfev += full.nfev
+    ctx.cost.ngrad += full.ngrad
+    ctx.capped = False
+    return list(full.mismatches) + list(full.kinks)
 
 
 def _same_as_reverse(ctx: FastContext, u, jv, r, d, failing) -> bool:

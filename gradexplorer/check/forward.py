@@ -75,11 +75,15 @@ def judge_forward(
     reading = None if p.reading is None else p.reading.fmt
     exact = rule_exactness(jvp_ratio, jvp_rel, probes, eps.max(axis=1), reading)
     own, fmt = exact.precision, exact.fmt
-    precision = max(own, rev.precision if fwd.fallback_ops else 0.0)
+    own_rows = exact.per_coordinate()  # the JVP's coordinates are f's rows
+    precision = onp.maximum(
+        own_rows if onp.ndim(own_rows) == 0 else own_rows[:, None],
+        rev.column_precision if fwd.fallback_ops else 0.0,
+    )
     # (a solver's error grows with f's unevenness; a narrow format's rounding does not)
     adaptive = (own > 0 and fmt is None) or (bool(fwd.fallback_ops) and rev.adaptive)
     rtol = onp.maximum(jd.rtol, precision)
-    if precision and not rev.precision:
+    if own and not rev.precision:
         notes.append(precision_note("JVP", "tangent", exact))
     allowance = jd.atol + jd.wobble + scale_allowance(precision, onp.abs(J), N)
     if adaptive:
@@ -111,7 +115,7 @@ def judge_forward(
             "is right: a defjvp rule is wrong."
         )
     entries += _nonlinear_jvp(
-        p, jvp_ratio, probes, N, E, rtol, jd.atol, jd.wobble, precision, notes
+        p, jvp_ratio, probes, N, E, rtol, jd.atol, jd.wobble, float(onp.max(precision)), notes
     )
     if fwd.fallback_ops:
         ops = fwd.fallback_ops

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as onp
 
+from ..fd.formats import BFLOAT16
 from ..fd.reasons import Unresolvable
 from .analytic import Reverse, reverse_stage
 from .diagnosis import (
@@ -35,7 +36,7 @@ from .entries import entries_where, make_entry
 from .estimates import Estimates, fd_stage
 from .forward import forward_stage, judge_forward
 from .judging import FD_SAFETY, Judgement, judge_stage
-from .kinks import KinkProbe, find_jumps, least_change, settle_kinks
+from .kinks import KinkProbe, find_jumps, flat_to_the_limit, least_change, settle_kinks
 from .linearity import nonlinear_vjp
 from .options import Options
 from .problem import Problem
@@ -89,13 +90,19 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
     are narrower than the step, ``round(x, 3)``), its derivative there is 0, to
     within the last bit of f over the closest step, and the entry is judged so."""
     failing = _failing(jd.verdicts)
-    never = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.NEVER_SETTLED)
+    unresolved = jd.verdicts == Verdict.UNRESOLVABLE.code
+    never = unresolved & (jd.reasons == Unresolvable.NEVER_SETTLED)
     # passed only within a wide FD error, though the samples did not move and the rule
     # says f does, by more than its round-off (a flat stair seen coarsely)
     with onp.errstate(invalid="ignore"):
         moves = onp.abs(onp.real(A)) > jd.allowance
         vague = (jd.verdicts == Verdict.RIGHT.code) & (est.N == 0) & moves & (jd.E > 0)
-    jumps, flats, nfev = find_jumps(p, onp.argwhere(failing | never | vague), est)
+    # on a staircase too coarse for the step, an entry whose samples never moved where
+    # the rule says f does: f may be exactly constant along that input (a rule ignoring
+    # its cotangent fills entries f does not depend on), which the quanta do not excuse
+    still = unresolved & (jd.reasons == Unresolvable.STAIRCASE) & (est.N == 0) & moves
+    jumps, flats, nfev = find_jumps(p, onp.argwhere(failing | never | vague | still), est)
+    magnitude = onp.fmax(onp.abs(est.y0), est.noise.scale)
     for i, j in jumps:
         jd.verdicts[i, j] = Verdict.JUMP.code
         jd.reasons[i, j] = Unresolvable.JUMP
@@ -108,7 +115,15 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
         # unchanged over x ± step (the widest seen): |f'| <= its least change / step: an
         # ulp of f, or the quantum of the staircase f moves on (cancellation: (1e12 x +
         # sin x) - 1e12 x moves in quanta of 0.25, flat over a step where cos x is not 0)
-        local = max(float(least[i, j]), onp.finfo(float).tiny) / step
+        change = float(least[i, j])
+        if still[i, j]:
+            # a stair's height need not be the quantum the samples show (float16's
+            # ulp of h in h·w, a float64 w); where f stays flat as far as it was
+            # followed, it ignores x there, up to the coarsest format's rounding
+            if not flat_to_the_limit(step, p.x0[j]):
+                continue
+            change = max(change, BFLOAT16.eps * float(magnitude[i]))
+        local = max(change, onp.finfo(float).tiny) / step
         if est.N[i, j] == 0 and jd.E[i, j] <= local:
             continue  # the finite differences say 0 already, and more sharply (larger steps)
         est.N[i, j], jd.E[i, j] = 0.0, local
@@ -265,10 +280,11 @@ def _flat_notes(p: Problem, jd: Judgement) -> list[str]:
     i, j = flat[0]
     return [
         f"{len(flat)} entr{'y is' if len(flat) == 1 else 'ies are'} where f is exactly flat at "
-        f"x ({p.rows.label(i)} / {p.cols.label(j)}, ...): a staircase whose stairs are "
-        "narrower than the finite differences' step, which sees the slope across stairs. "
-        "There the derivative is 0 (to within f's last bit over a close step), and the "
-        "analytic value was judged against that."
+        f"x ({p.rows.label(i)} / {p.cols.label(j)}, ...): f does not change at all over "
+        "steps far wider than the finite differences' (it does not depend on that input "
+        "there, or sits on a stair of a staircase whose slope across stairs the finite "
+        "differences saw). There the derivative is 0 (to within f's least change over the "
+        "widest such step), and the analytic value was judged against that."
     ]
 
 

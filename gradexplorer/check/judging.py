@@ -107,7 +107,31 @@ def _coarse_stairs(est, steps: onp.ndarray, A: onp.ndarray) -> onp.ndarray:
     with onp.errstate(all="ignore"):
         spanned = onp.abs(est.N) * steps[None, :] / q
         claimed = onp.abs(A) * steps[None, :] / q
-    return (q > 0) & ~(spanned >= STAIRS_SPANNED) & ~(claimed >= STAIRS_SPANNED)
+    coarse = (q > 0) & ~(spanned >= STAIRS_SPANNED) & ~(claimed >= STAIRS_SPANNED)
+    return coarse & ~format_rounding(est.y0, q)[:, None]
+
+
+def format_rounding(y0: onp.ndarray, quantum: onp.ndarray) -> onp.ndarray:
+    """Per output (``quantum``: per output, or per entry), whether its stairs are its
+    rounding to a narrow format: f(x) is a
+    float16 (bfloat16, float32) number, and the stairs no wider than its ulp there.
+    Such an f is a smooth function rounded (a half-precision model's output), whose
+    slope across stairs is its derivative, up to the quanta the FD error counts;
+    ``floor``'s or ``round(x, 3)``'s stairs are wider than any ulp of their values.
+
+    >>> format_rounding(onp.array([0.75, 3.0, 0.123]), onp.array([2.0**-11, 1.0, 1e-3]))
+    array([ True, False, False])
+    """
+    from ..fd.formats import FORMATS
+
+    q = onp.nan_to_num(onp.asarray(quantum, dtype=float), nan=0.0)
+    q = q.max(axis=1, initial=0.0) if q.ndim == 2 else q  # per entry: its row's widest
+    found = onp.zeros(y0.shape, bool)
+    with onp.errstate(all="ignore"):
+        for fmt in FORMATS:
+            ulp = fmt.quantum(onp.abs(y0))
+            found |= onp.isfinite(y0) & (y0 != 0) & fmt.holds(y0) & (q > 0) & (q <= ulp)
+    return found
 
 
 def judge_stage(p, rev, est, opts) -> Judgement:
@@ -133,13 +157,13 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     est.E = onp.where(flat_zero, 0.0, est.E)
     est.R = onp.where(flat_zero, Unresolvable.RESOLVED, est.R).astype(onp.int8)
     atol, rtol = tolerances(eps, opts.atol, opts.rtol)
-    rtol = onp.maximum(rtol, rev.precision)
+    rtol = onp.maximum(rtol, rev.column_precision)
     with onp.errstate(invalid="ignore"):
         vague = (noise.rel[:, None] > 0) & (est.E > 0.5 * onp.maximum(onp.abs(N), onp.abs(A)))
         vague &= ((N != 0) | (A != 0)) & (est.R != Unresolvable.KINK)
     E = onp.where(vague, onp.inf, est.E)
     reasons = onp.where(vague & (est.R == 0), Unresolvable.TOO_UNEVEN, est.R).astype(onp.int8)
-    allowance = atol + scale_allowance(rev.precision, A, N)
+    allowance = atol + scale_allowance(rev.column_precision, A, N)
     if rev.jitter is not None:
         allowance = allowance + 2.0 * rev.jitter[None, :]
     if rev.adaptive:

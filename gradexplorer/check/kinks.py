@@ -106,7 +106,7 @@ def _flat_reach(p: Problem, columns, flat, y0) -> tuple[onp.ndarray, int]:
     x0, spacing = p.x0, p.spacing()
     seen = exact_steps(x0[columns], base * 2.0**12, spacing[columns])  # flat out to here
     reach = onp.where(flat, seen[:, None], 0.0)
-    limit = 0.5 * onp.maximum(onp.abs(x0[columns]), 1.0)
+    limit = reach_limit(x0[columns])
     nfev, factor = 0, 2.0**18
     still = flat.copy()
     while True:
@@ -121,7 +121,22 @@ def _flat_reach(p: Problem, columns, flat, y0) -> tuple[onp.ndarray, int]:
             nfev += live.size
             still[live] &= Y == y0[None, :]
         reach[live] = onp.where(still[live], steps[live][:, None], reach[live])
-        factor *= 64.0
+        factor *= REACH_GROWTH
+
+
+#: The flat reach grows by this factor a try.
+REACH_GROWTH = 64.0
+
+
+def reach_limit(x: onp.ndarray) -> onp.ndarray:
+    """How far from x the flat reach is followed: half x's size, or 1."""
+    return 0.5 * onp.maximum(onp.abs(x), 1.0)
+
+
+def flat_to_the_limit(reach: float, x: float) -> bool:
+    """f was flat as far as it was followed (:func:`_flat_reach`): it does not depend
+    on that input near x, where a stair (``round``'s) ends within it."""
+    return reach * REACH_GROWTH > float(reach_limit(onp.asarray(x)))
 
 
 def least_change(p: Problem, est) -> onp.ndarray:

@@ -32,7 +32,7 @@ def nonlinear_vjp(
         with onp.errstate(all="ignore"):
             num = u @ onp.where(onp.isfinite(N), N, 0.0)
             err = onp.abs(u) @ onp.where(onp.isfinite(E), E, onp.inf)
-        atol = jd.atol + (rev.precision + slack) * float(onp.max(onp.abs(ru), initial=0.0))
+        atol = jd.atol + (rev.column_precision + slack) * float(onp.max(onp.abs(ru), initial=0.0))
         judged.append((judge(ru, num, err, jd.rtol.max(axis=0), atol), ru, num, err, uA))
     v_lin, ru, num, err, uA = at_worst_probe(judged)
     bad = onp.flatnonzero(rev.suspect & (v_lin > 1))

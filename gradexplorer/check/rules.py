@@ -7,11 +7,11 @@ precision it shows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import numpy as onp
 
-from ..fd.formats import FORMATS, Format
+from ..fd.formats import Format, values_format
 from ..fd.noise import NoiseModel
 from .problem import Problem
 from .progress import checkpoint
@@ -194,18 +194,7 @@ def rule_format(probes: tuple, eps: onp.ndarray | float) -> Format | None:
     """
     parts = [onp.ravel(onp.asarray(r)) for _, r in probes]
     vals = onp.concatenate([onp.concatenate([r.real, r.imag]) for r in parts]).astype(float)
-    vals = vals[onp.isfinite(vals) & (vals != 0)]
-    if not vals.size:
-        return None
-    found = None
-    for fmt in FORMATS:  # from the finest: the last that holds them is the coarsest
-        if fmt.eps > float(onp.max(eps)) and fmt.holds(vals).all():
-            found = fmt
-    # a rounding to the format fills its last bits; values that leave them empty are
-    # simpler numbers (a rule ignoring its cotangent: 1.0, ±2, round(3g)), no format's
-    if found is not None and replace(found, digits=found.digits - 3).holds(vals).all():
-        return None
-    return found
+    return values_format(vals, float(onp.max(eps)))
 
 
 def solver_slack(noise: NoiseModel) -> onp.ndarray:
@@ -218,11 +207,11 @@ def solver_slack(noise: NoiseModel) -> onp.ndarray:
     return onp.where(uneven & onp.isfinite(rho), onp.sqrt(rho), 0.0)
 
 
-def scale_allowance(precision: float, A, N) -> onp.ndarray | float:
-    """For an inexact rule: its precision relative to the size of the entries
-    around each one (the largest of its row and column), since a solver's
-    error is relative to the whole solution, not to each tiny sensitivity."""
-    if not precision:
+def scale_allowance(precision: float | onp.ndarray, A, N) -> onp.ndarray | float:
+    """For an inexact rule: its precision (one, or one per column) relative to the
+    size of the entries around each one (the largest of its row and column), since a
+    solver's error is relative to the whole solution, not to each tiny sensitivity."""
+    if not onp.any(precision):
         return 0.0
     with onp.errstate(invalid="ignore"):
         big = onp.fmax(
@@ -235,11 +224,21 @@ def scale_allowance(precision: float, A, N) -> onp.ndarray | float:
 class Exactness:
     """How exact a rule is: its relative ``precision`` (0: exact), and the narrow
     format it computes in (None: float64's, or a solver's inexactness), known from
-    its values (``by_values``) or from the format f reads x in."""
+    its values (``by_values``) or from the format f reads x in; ``where``: the
+    coordinates of the rule's value that precision is for (None: all of them)."""
 
     precision: float = 0.0
     fmt: Format | None = None
     by_values: bool = False
+    where: onp.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def per_coordinate(self) -> float | onp.ndarray:
+        """The precision of each coordinate of the rule's value (one float: all alike).
+
+        >>> Exactness(1e-3, where=onp.array([True, False])).per_coordinate().tolist()
+        [0.001, 0.0]
+        """
+        return self.precision if self.where is None else self.precision * self.where
 
 
 def rule_exactness(
@@ -255,7 +254,8 @@ def rule_exactness(
     where f reads x through a narrow format (``reading``), that format's rounding:
     f's AD then computes partly in it (``model(x.half()) + 1e-3·|x|²``: the rule's
     values mix float16 and float64), and the scatter it shows, if that is a rounding
-    of its size in the format, is its precision.
+    of its size in the format, is its precision, in the coordinates that show it
+    (``where``): a float64 input beside one read in float16 keeps float64's.
 
     >>> u = onp.ones(3)
     >>> rule_exactness(onp.zeros(3), onp.zeros(3), ((u, u * 3.1),), 2.0**-52)
@@ -269,7 +269,8 @@ def rule_exactness(
         return Exactness(precision)
     scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
     if RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
-        return Exactness(scatter, reading)
+        shown = onp.asarray(ratio > 1)
+        return Exactness(scatter, reading, where=None if shown.all() else shown)
     return Exactness()
 
 
@@ -283,11 +284,19 @@ def precision_note(rule: str, what: str, exact: Exactness) -> str:
             "against float64's, in ulps)."
         )
     if fmt is not None:
+        where = exact.where
+        which = (
+            "each entry"
+            if where is None
+            else f"each entry of the {int(where.sum())} of {where.size} "
+            f"{'input' if what == 'cotangent' else 'output'} coordinates that show it "
+            "(the others keep float64's precision)"
+        )
         return (
             f"the {rule} disagrees with itself by ~{precision:.0e} (relative), {fmt.name}'s "
             f"rounding: f reads x through {fmt.name}, so its derivatives compute partly in "
             f"{fmt.name} too, and it is judged to that relative to the size of the Jacobian "
-            "around each entry."
+            f"around {which}."
         )
     return (
         f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "

@@ -18,11 +18,11 @@ here (each value and each cell's edge has at most 25 significant bits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as onp
 
-__all__ = ["BFLOAT16", "FLOAT16", "FLOAT32", "FORMATS", "Format", "format_named"]
+__all__ = ["BFLOAT16", "FLOAT16", "FLOAT32", "FORMATS", "Format", "format_named", "values_format"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +89,28 @@ def format_named(name: str) -> Format:
         if fmt.name == name:
             return fmt
     raise ValueError(f"expected one of {[f.name for f in FORMATS]}, got {name!r}")
+
+
+def values_format(values: onp.ndarray, coarser_than: float = 0.0) -> Format | None:
+    """The narrow format some numbers were rounded to: the coarsest of float32, float16
+    and bfloat16 holding every finite nonzero value, whose eps is above
+    ``coarser_than``, and one of whose last three bits some value fills (None: none).
+    A float64 value is a float32 number by chance once in 2^29; values that leave the
+    last bits empty are simpler numbers (1.0, ±2, round(3g)), no format's.
+
+    >>> values_format(onp.array([0.5, -1.0078125])).name
+    'bfloat16'
+    >>> values_format(onp.array([0.3, -1.1])), values_format(onp.array([1.0, -3.0]))
+    (None, None)
+    """
+    vals = onp.ravel(onp.asarray(values, dtype=float))
+    vals = vals[onp.isfinite(vals) & (vals != 0)]
+    if not vals.size:
+        return None
+    found = None
+    for fmt in FORMATS:  # from the finest: the last that holds them is the coarsest
+        if fmt.eps > coarser_than and fmt.holds(vals).all():
+            found = fmt
+    if found is not None and replace(found, digits=found.digits - 3).holds(vals).all():
+        return None
+    return found

@@ -135,13 +135,13 @@ def read_format(
     Only through float32 where every output of f is the same at x0 and across the
     float32 cells of all those coordinates (moved together to both edges), and some
     output differs just beyond them: such an f takes the same value at x0 rounded to
-    float32 (5 evaluations). Partly where some output jumps across both edges of the
+    float32 (5 evaluations). Partly where some output jumps across either edge of the
     cells by far more than it moves over the same distance mid-cell (``sin(x32) +
-    x**2``), here and in the next cell (13). An f the same just beyond its float32 cells too is asked the same of
-    the cells of bfloat16 and float16 (13 in all); one that neither is flat nor jumps
-    there, whether it jumps at theirs (19 in all: what a float64 f costs; 25 where it
-    does, confirmed in the next cell). Either way, steps that are whole ulps of that
-    format from x0 rounded to it are steps f sees exactly.
+    x**2``), here and in the next cell (13). An f the same just beyond its float32
+    cells too is asked the same of the cells of bfloat16 and float16 (13 in all); one
+    that neither is flat nor jumps there, whether it jumps at theirs (19 in all: what a
+    float64 f costs; 25 where it does, confirmed in the next cell). Either way, steps
+    that are whole ulps of that format from x0 rounded to it are steps f sees exactly.
     """
     finer = onp.asarray(coord_eps) < FLOAT32.eps
     if x0.size == 0 or not finer.any() or not onp.isfinite(x0).all():

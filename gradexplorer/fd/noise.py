@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as onp
 
-from .formats import FLOAT32
+from .formats import FLOAT32, values_format
 from .fusing import fusable
 from .narrow import output_eps, reads_float32
 from .quantum import output_quantum
@@ -388,6 +388,12 @@ def _narrow_floor(samples, y0_x, mag, xp, host) -> onp.ndarray:
     eps = host(output_eps(samples, y0_x, xp))
     moved = host(_moved(samples, y0_x, xp))
     shown = float(onp.max(onp.where(moved, eps, 0.0), initial=0.0))
+    if not shown:
+        # none moved (tanh(10·x.half()) saturated, flat for steps of a few ulps): the
+        # values of those on some narrow grid (not the fast check's projections), if
+        # all are one format's numbers filling its last bits
+        fmt = values_format(onp.asarray(host(y0_x))[eps > 0])
+        shown = 0.0 if fmt is None else fmt.eps
     if not shown:
         return onp.zeros(mag.shape)
     return QUANTUM_STD * onp.fmin(eps, shown) * mag
