@@ -1,7 +1,9 @@
 """Verdicts on torch and jax functions that compute in float16 / bfloat16 inside a
 float64 check: their frameworks' own derivatives (right), a custom backward in the
 same format off by a known amount in one entry (wrong), and a mixed-precision loss
-(a narrow model plus a float64 regulariser).
+(a narrow model plus a float64 regulariser); and an adversarial review's cases
+(outputs in the narrow format too, a float64 input beside a narrow one, a rule that
+ignores its cotangent, saturated outputs).
 
     python bench/mixed_precision.py [--seeds 4]
 
@@ -122,12 +124,133 @@ def jax_rows(seeds: int) -> list:
     return rows
 
 
+def _exactly(r, where) -> str:
+    """F where the check FAILED at exactly the entries ``where`` (``(wrt, in_index)``)."""
+    found = {(e.wrt, e.in_index) for e in r.mismatches}
+    if r.outcome is gx.Outcome.FAILED and found == where:
+        return "F"
+    return "I" if r.outcome is gx.Outcome.INCONCLUSIVE else "P"
+
+
+def _outcome(r) -> str:
+    return r.outcome.value[0].upper()
+
+
+def _scaled(torch, off):
+    """tanh(x.half() @ W) · w, a rule for w (float64, exact) off by ``off`` at w[2]."""
+    W = torch.randn(6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, h, w):
+            ctx.save_for_backward(h, w)
+            return h * w
+
+        @staticmethod
+        def backward(ctx, g):
+            h, w = ctx.saved_tensors
+            gw = (g * h).clone()
+            gw[..., 2] *= 1 + off
+            return g * w, gw
+
+    return lambda x, w: Scale.apply(torch.tanh(x.half() @ W.half()).double(), w)
+
+
+def _half_layer(torch, off, dt):
+    """gelu(x @ W) computed and returned in ``dt``; its backward in ``dt`` off at x[0, 5]."""
+    import torch.nn.functional as F
+
+    W = torch.randn(8, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(99))
+
+    class GeluLayer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return F.gelu(x.to(dt) @ W.to(dt)).double()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            xh = x.to(dt).detach().requires_grad_()
+            with torch.enable_grad():
+                (d,) = torch.autograd.grad(F.gelu(xh @ W.to(dt)), xh, g.to(dt))
+            d = d.clone()
+            d[0, 5] *= 1 + off
+            return d.double()
+
+    return GeluLayer.apply
+
+
+def _ignoring_cotangent():
+    """softsign read in float16 whose VJP returns its float16 derivative whatever g."""
+
+    @gx.primitive
+    def softsign(x):
+        h = x.astype(np.float16)
+        return (h / (1 + np.abs(h))).astype(np.float64)
+
+    def vjp(ans, x):
+        d = (1 / (1 + np.abs(x.astype(np.float16))) ** 2).astype(np.float16)
+        return lambda g: d.astype(np.float64)
+
+    gx.defvjp(softsign, vjp)
+    return softsign
+
+
+def review_rows(seeds: int) -> list:
+    """An adversarial review's cases: outputs in the narrow format too, a float64 input
+    beside a narrow one, a rule ignoring its cotangent, saturated outputs."""
+    import torch
+    import torch.nn.functional as F
+
+    def tensor(s, *shape):
+        return torch.randn(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(s))
+
+    def counted(check) -> str:  # check(seed, mode) -> "P", "F" or "I"
+        return _count([check(s, m) for s in range(seeds) for m in MODES])
+
+    def verdicts(f, args, where=None):
+        """Each check's outcome (``where``: FAILED counts only at exactly those entries)."""
+
+        def check(s, m):
+            r = gx.check_grads(f, *args(s), mode=m, rng=s)
+            return _outcome(r) if where is None else _exactly(r, where)
+
+        return counted(check)
+
+    rows = []
+    for name in ("float16", "bfloat16"):
+        dt = getattr(torch, name)
+        zeros = torch.zeros(20, dtype=dt)
+        rows += [
+            ("torch", name, "tanh(10x), saturating", "right", verdicts(
+                lambda x, dt=dt: torch.tanh(10 * x.to(dt)).double(), lambda s: (tensor(s, 12),))),
+            ("torch", name, "mse_loss, a scalar in the format", "right", verdicts(
+                lambda x, dt=dt, z=zeros: F.mse_loss(x.to(dt), z).double(),
+                lambda s: (tensor(s, 20),))),
+            ("torch", name, "gelu layer, output in the format", "right", verdicts(
+                _half_layer(torch, 0.0, dt), lambda s: (tensor(s, 4, 8),))),
+            ("torch", name, "gelu layer, output in the format", "off by 1", verdicts(
+                _half_layer(torch, 1.0, dt), lambda s: (tensor(s, 4, 8),), {(0, (0, 5))})),
+        ]  # fmt: skip
+    two = lambda s: (tensor(s, 3, 6), tensor(50 + s, 4))  # noqa: E731
+    rows += [
+        ("torch", "float16", "tanh(x.half() @ W)·w, w float64", "right",
+         verdicts(_scaled(torch, 0.0), two)),
+        ("torch", "float16", "tanh(x.half() @ W)·w, w float64", "w[2] off by 1e-3",
+         verdicts(_scaled(torch, 1e-3), two, {(1, (2,))})),
+        ("autograd", "float16", "softsign, rule ignores g", "wrong", verdicts(
+            _ignoring_cotangent(), lambda s: (np.random.default_rng(s).standard_normal(10),))),
+    ]  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    rows = torch_rows(args.seeds) + jax_rows(args.seeds)
+    rows = torch_rows(args.seeds) + jax_rows(args.seeds) + review_rows(args.seeds)
     print(
         table(rows, ("framework", "format", "function", "derivative", "passed / failed / inconcl."))
     )

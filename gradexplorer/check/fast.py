@@ -19,8 +19,8 @@ from ..fd.directional import directional_derivatives
 from ..fd.noise import probe_noise
 from .determinism import backward_spread
 from .diagnosis import empty_report
-from .entries import make_entry
-from .fastctx import Along, FastContext, allowed
+from .fastctx import Along, FastContext, allowed, reading_format
+from .fastlinearity import nonlinear_jvp_rows, nonlinear_vjp_columns
 from .full import full_check
 from .grouptest import forward_rows, locate_entries, locate_forward
 from .judging import RTOL_ULPS
@@ -171,18 +171,13 @@ def _context(p: Problem, opts: Options, method: str):
     return ctx, U, y0_ext, jitter_rel
 
 
-def _reading(ctx: FastContext):
-    """The narrow format f reads x in (None: none)."""
-    return None if ctx.p.reading is None else ctx.p.reading.fmt
-
-
 def _linearity(ctx: FastContext, opts: Options):
     """The VJP must be linear in its cotangent; a gap counts where the finite
     differences confirm that the random-cotangent VJP is wrong. An adaptive
     rule (inexact everywhere, slightly) is judged to the precision it shows."""
     m, n = ctx.y0.size, ctx.x0.size
     lin, lin_rel, probes = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
-    exact = rule_exactness(lin, lin_rel, probes, ctx.col_eps, _reading(ctx))
+    exact = rule_exactness(lin, lin_rel, probes, ctx.col_eps, reading_format(ctx))
     precision = exact.precision
     slack = 0.0
     if precision:
@@ -203,7 +198,7 @@ def _linearity(ctx: FastContext, opts: Options):
     # few of a million coordinates); those only the projections would see
     suspects = onp.flatnonzero(lin > CLEARLY_NONLINEAR)[: ctx.budget]
     if suspects.size:
-        entries = _nonlinear_entries(ctx, probes, suspects)
+        entries = nonlinear_vjp_columns(ctx, probes, suspects)
         if entries:
             ctx.notes.append(
                 f"the VJP is not linear in its cotangent at {len(entries)} input entr"
@@ -278,7 +273,7 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
                     entries.extend(locate_forward(ctx, bad_rows, d))
                 if not jvp_checked:  # a JVP must be linear in its tangent too
                     jvp_checked = True
-                    entries.extend(_nonlinear_jvp(ctx, jd, jv, opts.gen))
+                    entries.extend(nonlinear_jvp_rows(ctx, jd, jv, opts.gen))
         if failing is not None and not forward_ok:
             break  # one failing projection is enough to start locating
     return failing, unresolved, entries
@@ -347,72 +342,6 @@ def _same_as_reverse(ctx: FastContext, u, jv, r, d, failing) -> bool:
     if same and note not in ctx.notes:  # said once, however many projections fail
         ctx.notes.append(note)
     return same
-
-
-def _nonlinear_entries(ctx: FastContext, probes, columns) -> list[Entry]:
-    """Columns where vjp(u) for a random u (either probe) disagrees with uᵀ·(FD column)."""
-    from ..fd.directional import exact_steps
-
-    p = ctx.p
-    spacing = p.spacing()
-    steps = exact_steps(ctx.x0[columns], ctx.scale[columns] * ctx.base, spacing[columns])
-    res = directional_derivatives(
-        p.evaluator, ctx.x0, ctx.y0, ctx.row_noise, steps, columns=columns,
-        method=ctx.method, spacing=ctx.spacing, coord_eps=ctx.col_eps, out_eps=ctx.row_eps,
-    )  # fmt: skip
-    ctx.cost.nfev += res.nfev
-    out = []
-    rt = float(ctx.rtol_rows().max())
-    for t, j in enumerate(columns):
-        est, err = res.est[t], res.err[t]
-        if not onp.isfinite(err).all():
-            continue
-        judged = []  # (analytic, numeric, FD error, violation) at each probe
-        for u, ru in probes:
-            num, e = float(u @ est), float(onp.abs(u) @ err)
-            tol = allowed(e, rt, max(abs(num), abs(ru[j])), ctx.atol)
-            gap = abs(ru[j] - num)
-            judged.append((ru[j], num, e, gap / tol if tol > 0 else (onp.inf if gap > 0 else 0.0)))
-        worst = max(judged, key=lambda jd: jd[3])
-        if worst[3] > 1:
-            out.append(
-                make_entry(
-                    p.rows, p.cols, -1, j, *worst,
-                    kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
-                    summary="VJP not linear in its cotangent",
-                )
-            )  # fmt: skip
-    return out
-
-
-def _nonlinear_jvp(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> list[Entry]:
-    """Rows where the JVP is not linear in its tangent, confirmed by J d."""
-    n = ctx.x0.size
-    ratio, rel, probes = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
-    exact = rule_exactness(ratio, rel, probes, ctx.row_eps, _reading(ctx))
-    if exact.precision or not onp.any(ratio > 1):
-        return []
-    rt = ctx.rtol_rows()
-    out = []
-    with onp.errstate(all="ignore"):
-        viol = onp.abs(jv - jd.est) / allowed(jd.err, rt, onp.abs(jv), ctx.atol)
-    p = ctx.p
-    for i in onp.flatnonzero((ratio > 1) & onp.isfinite(jd.err))[: ctx.budget]:
-        if not viol[i] <= 1:
-            out.append(
-                make_entry(
-                    p.rows, p.cols, int(i), -1, jv[i], jd.est[i], jd.err[i], viol[i],
-                    kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
-                    summary="JVP not linear in its tangent",
-                )
-            )  # fmt: skip
-    if out:
-        ctx.notes.append(
-            f"the JVP is not linear in its tangent at {len(out)} output(s) "
-            f"({p.rows.label(out[0].row)}, ...): a defjvp rule ignores its tangent g or adds "
-            "a term not multiplied by it."
-        )
-    return out
 
 
 def _dedupe(entries: list[Entry]) -> list[Entry]:

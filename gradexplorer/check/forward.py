@@ -112,7 +112,7 @@ def judge_forward(
         notes.append(
             f"forward mode (JVP) disagrees with the finite differences at {len(entries)} "
             "entr" + ("y" if len(entries) == 1 else "ies") + " where reverse mode (VJP) "
-            "is right: a defjvp rule is wrong."
+            "is right: a JVP rule (defjvp, custom_jvp, a Function's jvp) is wrong."
         )
     entries += _nonlinear_jvp(
         p, jvp_ratio, probes, N, E, rtol, jd.atol, jd.wobble, float(onp.max(precision)), notes
@@ -173,8 +173,8 @@ def _nonlinear_jvp(p, ratio, probes, N, E, rtol, atol, wobble, precision, notes)
     i = int(bad_rows[onp.argmax(v_jvp[bad_rows])])
     notes.append(
         "the JVP is not linear in its tangent (jvp(a·d + b·e) != a·jvp(d) + b·jvp(e)) "
-        f"at {len(bad_rows)} output(s) ({p.rows.label(i)}, ...): a defjvp rule ignores "
-        "its tangent g or adds a term not multiplied by it."
+        f"at {len(bad_rows)} output(s) ({p.rows.label(i)}, ...): a JVP rule (defjvp, "
+        "custom_jvp, a Function's jvp) ignores its tangent or adds a term not multiplied by it."
     )
     return [
         make_entry(
