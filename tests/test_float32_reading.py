@@ -337,3 +337,29 @@ def test_x_read_partly_in_float16_or_bfloat16(read, mode):
             bad = _diagonal(body, lambda v: _with(rule(v), 5, 1.01 * rule(v)[5]))
             r = gx.check_grads(bad, x, mode=mode, rng=seed)
             assert {(e.row, e.col) for e in r.mismatches} == {(5, 5)}, str(r)
+
+
+def test_float64_round_off_of_a_small_output_is_no_float32_reading():
+    """tanh(x16 @ w): a float64 w moved by a few ulps moves an output of 0.04, a small
+    difference of terms ~2, by 128 of its own ulps, at float32's cell edges as
+    anywhere. That is round-off, not a jump of a float32 reading (2^-24 relative for a
+    float32 part), and x is read in float16: read in float32, steps on float32's grid
+    made 22 entries look flat and failed them."""
+    torch = pytest.importorskip("torch")
+    for seed in range(4):
+        gen = torch.Generator().manual_seed(10 * seed)
+        x, w = (
+            torch.randn(3, 5, dtype=torch.float64, generator=gen),
+            torch.randn(
+                5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(10 * seed + 1)
+            ),
+        )
+        x0 = np.concatenate([x.numpy().ravel(), w.numpy().ravel()])
+
+        def f(X):
+            X = torch.from_numpy(np.atleast_2d(X))
+            xs, ws = X[:, :15].reshape(-1, 3, 5), X[:, 15:].reshape(-1, 5, 4)
+            return torch.tanh(xs.half().double() @ ws).reshape(len(X), -1).numpy()
+
+        reading, _ = read_format(f, x0, np.full(x0.size, 2.0**-52))
+        assert (reading.format, reading.only) == ("float16", False), seed

@@ -87,7 +87,7 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     col_eps = eps.max(axis=0)
     lin_ratio, lin_rel, pairs = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
     reading = None if p.reading is None else p.reading.fmt
-    exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, reading)
+    exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, reading, p.cols)
     fmt, precision = exact.fmt, exact.precision
     # a rule computing in a narrow format disagrees with itself by its rounding
     rounding = 256 * col_eps if fmt is None else NARROW_SCATTER_ULPS * fmt.eps

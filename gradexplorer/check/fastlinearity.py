@@ -56,7 +56,7 @@ def nonlinear_jvp_rows(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> lis
     """Rows where the JVP is not linear in its tangent, confirmed by J d."""
     n = ctx.x0.size
     ratio, rel, probes = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
-    exact = rule_exactness(ratio, rel, probes, ctx.row_eps, reading_format(ctx))
+    exact = rule_exactness(ratio, rel, probes, ctx.row_eps, reading_format(ctx), ctx.p.rows)
     if exact.precision or not onp.any(ratio > 1):
         return []
     rt = ctx.rtol_rows()

@@ -73,7 +73,7 @@ def judge_forward(
         jvp_rule(p), p.n, p.m, opts.gen, float, eps.max(axis=1)
     )
     reading = None if p.reading is None else p.reading.fmt
-    exact = rule_exactness(jvp_ratio, jvp_rel, probes, eps.max(axis=1), reading)
+    exact = rule_exactness(jvp_ratio, jvp_rel, probes, eps.max(axis=1), reading, p.rows)
     own, fmt = exact.precision, exact.fmt
     own_rows = exact.per_coordinate()  # the JVP's coordinates are f's rows
     precision = onp.maximum(

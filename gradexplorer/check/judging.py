@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as onp
 
+from ..fd.formats import values_format
 from ..fd.reasons import Unresolvable
 from .verdicts import Verdict, failing_verdict
 
@@ -100,7 +101,11 @@ def _coarse_stairs(est, steps: onp.ndarray, A: onp.ndarray) -> onp.ndarray:
     Unless the analytic derivative claims a slope that would cross that many stairs
     within the step: f would then have moved by as many quanta, and the samples show
     it did not (a wrong rule on a row of rounding stairs, ``sum(t) - sum(t[::-1])``,
-    is judged; a straight-through rule on coarse stairs, ``round``, still is not)."""
+    is judged; a straight-through rule on coarse stairs, ``round``, still is not).
+    Nor where the stairs are the output's rounding to a narrow format
+    (:func:`format_rounding`) and the analytic derivative is not 0: its slope across
+    stairs is then f's derivative. A 0 there stays unjudged: a quantizer's (``round(x
+    * 256) / 256`` is x rounded to float16 for 4 <= x < 8) or a detached one's."""
     q = getattr(est, "entry_quantum", None)
     if q is None:
         return onp.zeros(est.N.shape, bool)
@@ -108,30 +113,32 @@ def _coarse_stairs(est, steps: onp.ndarray, A: onp.ndarray) -> onp.ndarray:
         spanned = onp.abs(est.N) * steps[None, :] / q
         claimed = onp.abs(A) * steps[None, :] / q
     coarse = (q > 0) & ~(spanned >= STAIRS_SPANNED) & ~(claimed >= STAIRS_SPANNED)
-    return coarse & ~format_rounding(est.y0, q)[:, None]
+    return coarse & ~(format_rounding(est.y0, q)[:, None] & (A != 0))
 
 
 def format_rounding(y0: onp.ndarray, quantum: onp.ndarray) -> onp.ndarray:
     """Per output (``quantum``: per output, or per entry), whether its stairs are its
-    rounding to a narrow format: f(x) is a
-    float16 (bfloat16, float32) number, and the stairs no wider than its ulp there.
-    Such an f is a smooth function rounded (a half-precision model's output), whose
-    slope across stairs is its derivative, up to the quanta the FD error counts;
-    ``floor``'s or ``round(x, 3)``'s stairs are wider than any ulp of their values.
+    rounding to a narrow format: the values of the outputs on stairs are that format's
+    numbers, filling its last bits (:func:`~gradexplorer.fd.formats.values_format`:
+    multiples of 1/256 are float16 numbers too, but simpler ones), and each output's
+    stairs are no wider than its ulp there. Such an f is a smooth function rounded (a
+    half-precision model's output), whose slope across stairs is its derivative, up to
+    the quanta the FD error counts; ``floor``'s or ``round(x, 3)``'s stairs are wider
+    than any ulp of their values.
 
-    >>> format_rounding(onp.array([0.75, 3.0, 0.123]), onp.array([2.0**-11, 1.0, 1e-3]))
-    array([ True, False, False])
+    >>> format_rounding(onp.array([0.7509765625, 3.0]), onp.array([2.0**-11, 1.0]))
+    array([ True, False])
+    >>> format_rounding(onp.array([0.75, 0.123]), onp.array([2.0**-11, 1e-3]))
+    array([False, False])
     """
-    from ..fd.formats import FORMATS
-
     q = onp.nan_to_num(onp.asarray(quantum, dtype=float), nan=0.0)
     q = q.max(axis=1, initial=0.0) if q.ndim == 2 else q  # per entry: its row's widest
-    found = onp.zeros(y0.shape, bool)
+    fmt = values_format(y0[(q > 0) & onp.isfinite(y0)])
+    if fmt is None:
+        return onp.zeros(y0.shape, bool)
     with onp.errstate(all="ignore"):
-        for fmt in FORMATS:
-            ulp = fmt.quantum(onp.abs(y0))
-            found |= onp.isfinite(y0) & (y0 != 0) & fmt.holds(y0) & (q > 0) & (q <= ulp)
-    return found
+        ulp = fmt.quantum(onp.abs(y0))
+        return onp.isfinite(y0) & (y0 != 0) & fmt.holds(y0) & (q > 0) & (q <= ulp)
 
 
 def judge_stage(p, rev, est, opts) -> Judgement:

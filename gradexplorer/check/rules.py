@@ -15,6 +15,7 @@ from ..fd.formats import Format, values_format
 from ..fd.noise import NoiseModel
 from .problem import Problem
 from .progress import checkpoint
+from .report import Blocks
 
 #: Round-off allowed when comparing a rule with itself (linearity), in ulps.
 LINEARITY_ULPS = 1024.0
@@ -247,6 +248,7 @@ def rule_exactness(
     probes: tuple,
     eps: onp.ndarray | float,
     reading: Format | None = None,
+    blocks: Blocks | None = None,
 ) -> Exactness:
     """A rule's :class:`Exactness` from its linearity gap (``ratio``, ``rel``,
     ``probes``: :func:`linearity_gap`): the format its values are numbers of
@@ -254,8 +256,13 @@ def rule_exactness(
     where f reads x through a narrow format (``reading``), that format's rounding:
     f's AD then computes partly in it (``model(x.half()) + 1e-3·|x|²``: the rule's
     values mix float16 and float64), and the scatter it shows, if that is a rounding
-    of its size in the format, is its precision, in the coordinates that show it
-    (``where``): a float64 input beside one read in float16 keeps float64's.
+    of its size in the format, makes it as exact as a rule in that format
+    (:func:`rule_precision`: the scatter at random cotangents can fall short of the
+    rounding of a given entry), in the leaves of ``blocks`` (the
+    rule's coordinates by argument) any coordinate of which shows it (``where``): a
+    float64 input beside one read in float16 keeps float64's. A whole leaf, as a
+    coordinate of a float16-read input can show no gap by chance although its
+    gradient, rounded by the cast's backward, is as inexact as the others.
 
     >>> u = onp.ones(3)
     >>> rule_exactness(onp.zeros(3), onp.zeros(3), ((u, u * 3.1),), 2.0**-52)
@@ -269,9 +276,21 @@ def rule_exactness(
         return Exactness(precision)
     scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
     if RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
-        shown = onp.asarray(ratio > 1)
-        return Exactness(scatter, reading, where=None if shown.all() else shown)
+        shown = _whole_leaves(onp.asarray(ratio > 1), blocks)
+        precision = max(NARROW_RULE_ULPS * reading.eps, scatter)  # as a narrow rule's
+        return Exactness(precision, reading, where=None if shown.all() else shown)
     return Exactness()
+
+
+def _whole_leaves(shown: onp.ndarray, blocks: Blocks | None) -> onp.ndarray:
+    """``shown`` spread over each leaf of ``blocks`` where any of its coordinates is
+    True (without blocks, over all coordinates)."""
+    if blocks is None or blocks.size != shown.size:
+        return onp.full(shown.shape, bool(shown.any()))
+    out = shown.copy()
+    for part in blocks.slices.values():
+        out[part] = shown[part].any()
+    return out
 
 
 def precision_note(rule: str, what: str, exact: Exactness) -> str:

@@ -229,6 +229,13 @@ def _edge_rows(cells: onp.ndarray) -> onp.ndarray:
     return onp.concatenate([cells, onp.stack([cells[0] + pad2, cells[1] - pad2])])
 
 
+#: How far, in its own ulps, a float64 f's round-off may move a value that is a
+#: small difference of larger terms (tanh(x @ w) at 0.04 from terms ~2 moved by 128
+#: ulps between two nearby points); a narrow reading's jumps are far larger (the
+#: format's ulp times the narrow part's share of f: 2^-24 relative for a float32 part).
+ROUND_OFF_ULPS = 2**12
+
+
 def _jumps_at_edges(y0, at_cells, inner) -> bool:
     """f reads x partly through a narrow format (``sin(x32) + x**2``): some output
     changes across an edge of the cells (``at_cells``: just inside the low and the high
@@ -241,7 +248,7 @@ def _jumps_at_edges(y0, at_cells, inner) -> bool:
     with onp.errstate(all="ignore"):
         calm = onp.fmax(onp.abs(inner[0] - at_cells[0]), onp.abs(inner[1] - at_cells[1]))
         edges = onp.fmax(onp.abs(at_cells[0] - at_cells[2]), onp.abs(at_cells[3] - at_cells[1]))
-        rounding = 64 * onp.finfo(float).eps * onp.abs(y0)
+        rounding = ROUND_OFF_ULPS * onp.finfo(float).eps * onp.abs(y0)
         jumps = onp.isfinite(edges) & onp.isfinite(calm) & (edges > 8 * calm + rounding)
     return bool(jumps.any())
 
