@@ -42,31 +42,14 @@ def _torch_cases(torch, dt, W):
     }
 
 
-def _wrong_backward(torch, dt, off, at=5):
-    """sin(3x) read in ``dt``, with a backward in ``dt`` off by ``off`` at entry ``at``."""
-
-    class Sin3(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return torch.sin(3 * x.to(dt).float()).double()
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            d = (3 * torch.cos(3 * x.to(dt).float())).to(dt).clone()
-            d.view(-1)[at] *= 1 + off
-            return (g.to(dt) * d).double()
-
-    return Sin3.apply
-
-
 def _count(outcomes: list) -> str:
     return " / ".join(str(sum(o == k for o in outcomes)) for k in ("P", "F", "I"))
 
 
 def torch_rows(seeds: int) -> list:
     import torch
+
+    from gradexplorer.gallery.mixed_torch import sin3
 
     rows = []
     W = torch.from_numpy(np.random.default_rng(0).standard_normal((12, 6)))
@@ -80,7 +63,7 @@ def torch_rows(seeds: int) -> list:
             rows.append(("torch", name, case, "right", _count(out)))
     for name in ("float16", "bfloat16"):
         for off in (0.03, 0.1):
-            f = _wrong_backward(torch, getattr(torch, name), off)
+            f = sin3(off, getattr(torch, name))
             out = []
             for s in range(seeds):
                 x = torch.randn(
@@ -136,51 +119,6 @@ def _outcome(r) -> str:
     return r.outcome.value[0].upper()
 
 
-def _scaled(torch, off):
-    """tanh(x.half() @ W) · w, a rule for w (float64, exact) off by ``off`` at w[2]."""
-    W = torch.randn(6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-
-    class Scale(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, h, w):
-            ctx.save_for_backward(h, w)
-            return h * w
-
-        @staticmethod
-        def backward(ctx, g):
-            h, w = ctx.saved_tensors
-            gw = (g * h).clone()
-            gw[..., 2] *= 1 + off
-            return g * w, gw
-
-    return lambda x, w: Scale.apply(torch.tanh(x.half() @ W.half()).double(), w)
-
-
-def _half_layer(torch, off, dt):
-    """gelu(x @ W) computed and returned in ``dt``; its backward in ``dt`` off at x[0, 5]."""
-    import torch.nn.functional as F
-
-    W = torch.randn(8, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(99))
-
-    class GeluLayer(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return F.gelu(x.to(dt) @ W.to(dt)).double()
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            xh = x.to(dt).detach().requires_grad_()
-            with torch.enable_grad():
-                (d,) = torch.autograd.grad(F.gelu(xh @ W.to(dt)), xh, g.to(dt))
-            d = d.clone()
-            d[0, 5] *= 1 + off
-            return d.double()
-
-    return GeluLayer.apply
-
-
 def _ignoring_cotangent():
     """softsign read in float16 whose VJP returns its float16 derivative whatever g."""
 
@@ -202,6 +140,8 @@ def review_rows(seeds: int) -> list:
     beside a narrow one, a rule ignoring its cotangent, saturated outputs."""
     import torch
     import torch.nn.functional as F
+
+    from gradexplorer.gallery.mixed_torch import gelu_layer, scaled_layer
 
     def tensor(s, *shape):
         return torch.randn(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(s))
@@ -229,16 +169,16 @@ def review_rows(seeds: int) -> list:
                 lambda x, dt=dt, z=zeros: F.mse_loss(x.to(dt), z).double(),
                 lambda s: (tensor(s, 20),))),
             ("torch", name, "gelu layer, output in the format", "right", verdicts(
-                _half_layer(torch, 0.0, dt), lambda s: (tensor(s, 4, 8),))),
+                gelu_layer(0.0, dt), lambda s: (tensor(s, 4, 8),))),
             ("torch", name, "gelu layer, output in the format", "off by 1", verdicts(
-                _half_layer(torch, 1.0, dt), lambda s: (tensor(s, 4, 8),), {(0, (0, 5))})),
+                gelu_layer(1.0, dt), lambda s: (tensor(s, 4, 8),), {(0, (0, 5))})),
         ]  # fmt: skip
     two = lambda s: (tensor(s, 3, 6), tensor(50 + s, 4))  # noqa: E731
     rows += [
         ("torch", "float16", "tanh(x.half() @ W)·w, w float64", "right",
-         verdicts(_scaled(torch, 0.0), two)),
+         verdicts(scaled_layer(0.0), two)),
         ("torch", "float16", "tanh(x.half() @ W)·w, w float64", "w[2] off by 1e-3",
-         verdicts(_scaled(torch, 1e-3), two, {(1, (2,))})),
+         verdicts(scaled_layer(1e-3), two, {(1, (2,))})),
         ("autograd", "float16", "softsign, rule ignores g", "wrong", verdicts(
             _ignoring_cotangent(), lambda s: (np.random.default_rng(s).standard_normal(10),))),
     ]  # fmt: skip

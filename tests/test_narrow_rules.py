@@ -21,6 +21,7 @@ import gradexplorer as gx
 from gradexplorer.check.rules import rule_format
 
 torch = pytest.importorskip("torch")
+from gradexplorer.gallery.mixed_torch import gelu_layer, scaled_layer, sin3  # noqa: E402
 
 NARROW = ["float16", "bfloat16", "float32"]
 
@@ -48,42 +49,22 @@ def test_torch_autograd_in_a_narrow_format_is_no_false_alarm(dtype, mode):
             assert not any("not linear" in n for n in r.notes), (name, r.notes)
 
 
-def _sin3(dtype, off=0.0, at=5):
-    """A torch Function whose backward computes in ``dtype`` (entry ``at`` off by ``off``)."""
-    dt = getattr(torch, dtype)
-
-    class Sin3(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return torch.sin(3 * x.to(dt).float()).double()
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            d = (3 * torch.cos(3 * x.to(dt).float())).to(dt).clone()
-            d.view(-1)[at] *= 1 + off
-            return (g.to(dt) * d).double()
-
-    return Sin3.apply
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_float16_backward_off_by_3_percent_is_found_at_its_entry(seed):
     x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
-    right = gx.check_grads(_sin3("float16"), x, rng=seed)
+    right = gx.check_grads(sin3(dtype=torch.float16), x, rng=seed)
     assert right.passed, str(right)
     assert any("all float16 numbers" in n for n in right.notes), right.notes
-    wrong = gx.check_grads(_sin3("float16", 0.03), x, rng=seed)
+    wrong = gx.check_grads(sin3(0.03, torch.float16), x, rng=seed)
     assert wrong.outcome is gx.Outcome.FAILED, str(wrong)
     assert {e.in_index for e in wrong.mismatches} == {(1, 0)}, str(wrong)
 
 
 def test_a_bfloat16_backward_is_judged_to_bfloat16s_precision():
     x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    right = gx.check_grads(_sin3("bfloat16"), x, rng=0)
+    right = gx.check_grads(sin3(dtype=torch.bfloat16), x, rng=0)
     assert right.outcome is not gx.Outcome.FAILED, str(right)
-    wrong = gx.check_grads(_sin3("bfloat16", 0.3), x, rng=0)
+    wrong = gx.check_grads(sin3(0.3, torch.bfloat16), x, rng=0)
     assert {e.in_index for e in wrong.mismatches} == {(1, 0)}, str(wrong)
 
 
@@ -159,11 +140,11 @@ def test_a_mixed_precision_loss_is_no_false_alarm(dtype):
 
 
 def test_a_wrong_float16_backward_beside_float64_is_found():
-    fn = _sin3("float16", 0.1)
+    fn = sin3(0.1, torch.float16)
     x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     r = gx.check_grads(lambda v: fn(v) + 1e-3 * v**2, x, rng=1)
     assert {e.in_index for e in r.mismatches} == {(1, 0)}, str(r)
-    right = _sin3("float16")
+    right = sin3(dtype=torch.float16)
     assert gx.check_grads(lambda v: right(v) + 1e-3 * v**2, x, rng=1).passed
 
 
@@ -195,26 +176,6 @@ def test_a_narrow_rule_ignoring_its_cotangent_still_fails(dtype, mode):
         assert r.outcome is gx.Outcome.FAILED, str(r)
 
 
-def _scaled(off):
-    """f(x, w) = tanh(x.half() @ W.half()) · w with a rule for w off by ``off`` at w[2]."""
-    W = torch.randn(6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-
-    class Scale(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, h, w):
-            ctx.save_for_backward(h, w)
-            return h * w
-
-        @staticmethod
-        def backward(ctx, g):
-            h, w = ctx.saved_tensors
-            gw = (g * h).clone()
-            gw[..., 2] *= 1 + off
-            return g * w, gw
-
-    return lambda x, w: Scale.apply(torch.tanh(x.half() @ W.half()).double(), w)
-
-
 @pytest.mark.parametrize("mode", ["full", "fast"])
 def test_a_float64_input_beside_one_read_in_float16_keeps_float64s_precision(mode):
     """x's derivatives compute partly in float16 and earn its rounding; w's are exact
@@ -223,37 +184,12 @@ def test_a_float64_input_beside_one_read_in_float16_keeps_float64s_precision(mod
     for seed in range(2):
         x = torch.randn(3, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
         w = torch.randn(4, dtype=torch.float64, generator=torch.Generator().manual_seed(50 + seed))
-        right = gx.check_grads(_scaled(0.0), x, w, mode=mode, rng=seed)
+        right = gx.check_grads(scaled_layer(0.0), x, w, mode=mode, rng=seed)
         assert right.outcome is not gx.Outcome.FAILED, str(right)
-        wrong = gx.check_grads(_scaled(1e-3), x, w, mode=mode, rng=seed)
+        wrong = gx.check_grads(scaled_layer(1e-3), x, w, mode=mode, rng=seed)
         assert wrong.outcome is gx.Outcome.FAILED, str(wrong)
         assert {e.wrt for e in wrong.mismatches} == {1}, str(wrong)
         assert {e.in_index for e in wrong.mismatches} == {(2,)}, str(wrong)
-
-
-def _half_gelu_layer(off):
-    """A float16 gelu layer (float16 output) whose float16 backward is off at x[0, 5]."""
-    import torch.nn.functional as F
-
-    W = torch.randn(8, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(99))
-
-    class GeluLayer(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return F.gelu(x.half() @ W.half()).double()
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            xh = x.half().detach().requires_grad_()
-            with torch.enable_grad():
-                (gx_,) = torch.autograd.grad(F.gelu(xh @ W.half()), xh, g.half())
-            gx_ = gx_.clone()
-            gx_[0, 5] *= 1 + off
-            return gx_.double()
-
-    return GeluLayer.apply
 
 
 def test_wrong_entries_on_a_float16_outputs_stairs_are_judged():
@@ -264,9 +200,9 @@ def test_wrong_entries_on_a_float16_outputs_stairs_are_judged():
     unresolvable on stairs, and the check passed."""
     for seed in range(3):
         x = torch.randn(4, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
-        right = gx.check_grads(_half_gelu_layer(0.0), x, rng=seed)
+        right = gx.check_grads(gelu_layer(0.0), x, rng=seed)
         assert right.outcome is not gx.Outcome.FAILED, str(right)
-        wrong = gx.check_grads(_half_gelu_layer(1.0), x, rng=seed)
+        wrong = gx.check_grads(gelu_layer(1.0), x, rng=seed)
         assert {e.in_index for e in wrong.mismatches} == {(0, 5)}, str(wrong)
 
 
