@@ -360,18 +360,34 @@ class StepLevels:
         (:func:`~.sampling.offset_rounding`): cos(2x) read through bfloat16 at x =
         -0.0044, its step grown past 0.0039 of x, was 0.7% off with an error of 0.1%
         claimed. Richardson's (4·D(h/2) - D(h)) / 3 with each sample moved by δ is
-        off by up to 3·|f'|·δ/h."""
-        if not self.read_on_grid or self.columns is None or self.spacing is None:
+        off by up to 3·|f'|·δ/h. For coordinate directions (columns, or vectors along
+        one coordinate, as the fast check's located entries are); a direction that
+        moves several coordinates is left as it is."""
+        axes = self._axes() if self.read_on_grid and self.spacing is not None else None
+        if axes is None:
             return err
-        cols = self.columns
-        reach = float(onp.max(onp.abs(self.offsets))) * self.kept_h
+        cols, length = axes
+        reach = float(onp.max(onp.abs(self.offsets))) * self.kept_h * length[:, None]
         widest = offset_rounding(self.x0[cols], reach.max(axis=1), self.spacing[cols])
         if not onp.any(widest > 0):
             return err
         delta = offset_rounding(self.x0[cols][:, None], reach, self.spacing[cols][:, None])
         with onp.errstate(all="ignore"):
-            floor = 3.0 * onp.abs(self.est) * delta / self.kept_h
+            floor = 3.0 * onp.abs(self.est) * delta / (self.kept_h * length[:, None])
         return onp.where(onp.isfinite(floor) & (floor > err), floor, err)
+
+    def _axes(self) -> tuple[onp.ndarray, onp.ndarray] | None:
+        """The coordinate each direction moves and its length along it (NaN for a
+        direction that moves several); None where none moves one alone."""
+        if self.columns is not None:
+            return self.columns, onp.ones(self.columns.size)
+        vectors = onp.asarray(self.sample.vectors, dtype=float)
+        single = onp.count_nonzero(vectors, axis=1) == 1
+        if not single.any():
+            return None
+        cols = onp.argmax(onp.abs(vectors), axis=1)
+        length = onp.abs(vectors[onp.arange(cols.size), cols])
+        return cols, onp.where(single, length, onp.nan)
 
 
 @fusable()
