@@ -62,7 +62,6 @@ def fd_stage(p: Problem, opts: Options) -> Estimates:
         coord_eps=p.coord_eps(),
         grow_to=p.grow_to(opts.method),
         one_sided=True,
-        read_on_grid=p.read_on_grid,
     )
     right, left, side_err, quantum = sides
     return Estimates(y0, N, E, R, noise, nfev + 1, right, left, side_err, quantum)

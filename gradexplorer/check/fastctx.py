@@ -113,7 +113,6 @@ class FastContext:
             balance=onp.inf,
             spacing=self.spacing,
             coord_eps=self.col_eps,
-            read_on_grid=self.p.read_on_grid,
         )
         self.cost.nfev += res.nfev
         return Along(res.vectors[0], res.est[0], res.err[0])

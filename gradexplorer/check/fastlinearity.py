@@ -26,7 +26,6 @@ def nonlinear_vjp_columns(ctx: FastContext, probes, columns) -> list[Entry]:
     res = directional_derivatives(
         p.evaluator, ctx.x0, ctx.y0, ctx.row_noise, steps, columns=columns,
         method=ctx.method, spacing=ctx.spacing, coord_eps=ctx.col_eps, out_eps=ctx.row_eps,
-        read_on_grid=p.read_on_grid,
     )  # fmt: skip
     ctx.cost.nfev += res.nfev
     out = []

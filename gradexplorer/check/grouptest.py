@@ -193,7 +193,6 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
         spacing=ctx.spacing,
         coord_eps=ctx.col_eps,
         out_eps=ctx.row_eps,  # an output's staircase, seen along e_j, is its rounding floor
-        read_on_grid=p.read_on_grid,
     )
     ctx.cost.nfev += res.nfev
     e_j = onp.zeros(ctx.x0.size)

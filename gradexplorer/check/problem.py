@@ -130,12 +130,6 @@ class Problem:
             return narrow_point(self.x0, self.coord_eps(), self.reading.fmt)[1]
         return coordinate_spacing(self.x0, self.cols.sides)
 
-    @property
-    def read_on_grid(self) -> bool:
-        """Whether f reads x only on :meth:`spacing`'s grid (x rounded to a narrow
-        format), so a stencil point off it is read rounded."""
-        return self.reading is not None and self.reading.only
-
     def charge(self) -> int:
         """Evaluations spent on the problem itself (not by a checker) that no report
         has counted yet; counted once, by the report that asks first."""

@@ -50,7 +50,6 @@ def directional_derivatives(
     coord_eps: onp.ndarray | None = None,
     grow_to: onp.ndarray | None = None,
     out_eps: onp.ndarray | float | None = None,
-    read_on_grid: bool = False,
 ) -> Directional:
     """Estimate ``J @ d`` for each direction, with per-entry error estimates.
 
@@ -90,10 +89,6 @@ def directional_derivatives(
     out_eps : float or ndarray, optional
         The precision of each output: given, a coarse grid the stencil's samples
         lie on (a rounding staircase) raises that output's rounding floor.
-    read_on_grid : bool
-        f reads x only through the grid ``spacing`` gives (x rounded to a narrow
-        format): a coordinate stencil point beyond x's binade, where that grid is
-        coarser, is rounded to it, and the errors count it.
 
     Where the samples show f not differentiable at the point (right and left
     derivatives that differ, :func:`~gradexplorer.fd.schemes.one_sided`), the
@@ -104,7 +99,7 @@ def directional_derivatives(
     run = StepLevels(
         evaluate, x0, y0, noise, steps, columns=columns, vectors=vectors, method=method,
         adapt=adapt, max_shrink=max_shrink, chunk=chunk, spacing=spacing,
-        coord_eps=coord_eps, out_eps=out_eps, read_on_grid=read_on_grid,
+        coord_eps=coord_eps, out_eps=out_eps,
     )  # fmt: skip
     run.first_level(BALANCE if balance is None else balance)
     if not run.adaptive:

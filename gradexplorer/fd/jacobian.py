@@ -120,7 +120,6 @@ def fd_columns(
     grow_to: onp.ndarray | None = None,
     rng: Any = 0,
     one_sided: bool = False,
-    read_on_grid: bool = False,
 ):
     """Jacobian columns by finite differences: ``(J (m, k), E (m, k), reason, nfev, noise)``.
 
@@ -147,7 +146,6 @@ def fd_columns(
         coord_eps=coord_eps,
         grow_to=None if grow_to is None else grow_to[cols],
         out_eps=out_eps,
-        read_on_grid=read_on_grid,
     )
     out = (d.est.T, d.err.T, d.reason.T, d.nfev + nfev, noise)
     if not one_sided:

@@ -20,7 +20,7 @@ from .merging import merge_level
 from .noise import QUANTUM_STD, NoiseModel
 from .quantum import direction_quantum
 from .reasons import Unresolvable
-from .sampling import SHRINK, Sampler, exact_steps, offset_rounding, snap_directions
+from .sampling import SHRINK, Sampler, exact_steps, snap_directions
 from .schemes import (
     MINUS_OFFSETS,
     MODEL_SLACK,
@@ -68,7 +68,7 @@ class StepLevels:
 
     def __init__(
         self, evaluate, x0, y0, noise, steps, *, columns, vectors, method, adapt, max_shrink,
-        chunk, spacing, coord_eps, out_eps, read_on_grid=False,
+        chunk, spacing, coord_eps, out_eps,
     ):  # fmt: skip
         self.scheme = SCHEMES[method]
         self.offsets = onp.array(self.scheme.offsets)
@@ -85,7 +85,6 @@ class StepLevels:
         self.dev = Crossing(self.ev)
         self.x0, self.y0, self.y0_x = x0, y0, self.dev.put(y0)
         self.columns, self.spacing, self.noise = columns, spacing, noise
-        self.read_on_grid = read_on_grid
         self.h = onp.asarray(steps, dtype=float).copy()
         self.richardson = method == "richardson"
         self.adaptive = self.richardson and adapt
@@ -348,46 +347,10 @@ class StepLevels:
         return self.has & ~lone
 
     def _finish(self, err, has, h) -> Directional:
-        err = self._offset_floor(err)
         return finish(
             self.est, err, self.noise_err, has, self.nonfinite, self.y_bad, h, self.sample,
             self.nm, self.noise, self.sides,
         )  # fmt: skip
-
-    def _offset_floor(self, err) -> onp.ndarray:
-        """``err`` counting the rounding of stencil points that left x0's binade at
-        the step each entry was kept at, where f reads x only on the spacing's grid
-        (:func:`~.sampling.offset_rounding`): cos(2x) read through bfloat16 at x =
-        -0.0044, its step grown past 0.0039 of x, was 0.7% off with an error of 0.1%
-        claimed. Richardson's (4·D(h/2) - D(h)) / 3 with each sample moved by δ is
-        off by up to 3·|f'|·δ/h. For coordinate directions (columns, or vectors along
-        one coordinate, as the fast check's located entries are); a direction that
-        moves several coordinates is left as it is."""
-        axes = self._axes() if self.read_on_grid and self.spacing is not None else None
-        if axes is None:
-            return err
-        cols, length = axes
-        reach = float(onp.max(onp.abs(self.offsets))) * self.kept_h * length[:, None]
-        widest = offset_rounding(self.x0[cols], reach.max(axis=1), self.spacing[cols])
-        if not onp.any(widest > 0):
-            return err
-        delta = offset_rounding(self.x0[cols][:, None], reach, self.spacing[cols][:, None])
-        with onp.errstate(all="ignore"):
-            floor = 3.0 * onp.abs(self.est) * delta / (self.kept_h * length[:, None])
-        return onp.where(onp.isfinite(floor) & (floor > err), floor, err)
-
-    def _axes(self) -> tuple[onp.ndarray, onp.ndarray] | None:
-        """The coordinate each direction moves and its length along it (NaN for a
-        direction that moves several); None where none moves one alone."""
-        if self.columns is not None:
-            return self.columns, onp.ones(self.columns.size)
-        vectors = onp.asarray(self.sample.vectors, dtype=float)
-        single = onp.count_nonzero(vectors, axis=1) == 1
-        if not single.any():
-            return None
-        cols = onp.argmax(onp.abs(vectors), axis=1)
-        length = onp.abs(vectors[onp.arange(cols.size), cols])
-        return cols, onp.where(single, length, onp.nan)
 
 
 @fusable()

@@ -35,23 +35,6 @@ def exact_steps(x0: onp.ndarray, h: onp.ndarray, spacing: onp.ndarray) -> onp.nd
     return onp.where(onp.isfinite(out) & (out > 0), out, h)
 
 
-def offset_rounding(x0: onp.ndarray, reach: onp.ndarray, spacing: onp.ndarray) -> onp.ndarray:
-    """How far a stencil point up to ``reach`` from x0 can land from where the scheme
-    puts it. Offsets that are multiples of the spacing at x0 stay exact while the point
-    stays in x0's binade or below; beyond it the grid is 2^k times coarser and the
-    point is rounded to it (by f's read of x through bfloat16, whose binade is 128
-    ulps: a step grown to 160 of them crosses it), by up to half that grid.
-
-    >>> offset_rounding(onp.array([1.5, 1.5]), onp.array([0.2, 0.6]), onp.array([2.0**-7] * 2))
-    array([0.       , 0.0078125])
-    """
-    with onp.errstate(all="ignore"):
-        a = onp.abs(x0)
-        k = onp.floor(onp.log2(a + reach)) - onp.floor(onp.log2(a))
-        out = onp.where((a > 0) & (k > 0), spacing * 2.0**k / 2, 0.0)
-    return onp.where(onp.isfinite(out), out, 0.0)
-
-
 class Sampler:
     """Evaluates f at the stencil points of a set of directions, where f lives
     (an evaluator of :mod:`gradexplorer.fd.evaluation`: the samples come back
