@@ -18,16 +18,15 @@ import numpy as onp
 
 from ..fd.formats import Format
 from .determinism import RUNS, backward_spread
+from .exactness import precision_note, rule_exactness
 from .options import Options
 from .problem import Problem
 from .progress import analytic_ready
 from .rules import (
     NARROW_SCATTER_ULPS,
     linearity_gap,
-    precision_note,
     reverse_rows,
     rows_rule,
-    rule_exactness,
     vjp_rule,
 )
 
@@ -86,8 +85,7 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     notes: list[str] = []
     col_eps = eps.max(axis=0)
     lin_ratio, lin_rel, pairs = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
-    reading = None if p.reading is None else p.reading.fmt
-    exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, reading, p.cols)
+    exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, p.narrow_format, p.cols)
     fmt, precision = exact.fmt, exact.precision
     # a rule computing in a narrow format disagrees with itself by its rounding
     rounding = 256 * col_eps if fmt is None else NARROW_SCATTER_ULPS * fmt.eps

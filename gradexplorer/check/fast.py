@@ -19,7 +19,8 @@ from ..fd.directional import directional_derivatives
 from ..fd.noise import probe_noise
 from .determinism import backward_spread
 from .diagnosis import empty_report
-from .fastctx import Along, FastContext, allowed, reading_format
+from .exactness import precision_note, rule_exactness
+from .fastctx import Along, FastContext, allowed
 from .fastlinearity import nonlinear_jvp_rows, nonlinear_vjp_columns
 from .full import full_check
 from .grouptest import forward_rows, locate_entries, locate_forward
@@ -27,7 +28,7 @@ from .judging import RTOL_ULPS
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
-from .rules import linearity_gap, precision_note, rule_exactness, solver_slack
+from .rules import linearity_gap, solver_slack
 from .verdicts import Comparison, Verdict
 
 __all__ = ["fast_check", "N_PROJECTIONS", "AFFORDABLE_ENTRIES"]
@@ -177,7 +178,7 @@ def _linearity(ctx: FastContext, opts: Options):
     rule (inexact everywhere, slightly) is judged to the precision it shows."""
     m, n = ctx.y0.size, ctx.x0.size
     lin, lin_rel, probes = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
-    exact = rule_exactness(lin, lin_rel, probes, ctx.col_eps, reading_format(ctx), ctx.p.cols)
+    exact = rule_exactness(lin, lin_rel, probes, ctx.col_eps, ctx.p.narrow_format, ctx.p.cols)
     precision = exact.precision
     slack = 0.0
     if precision:

@@ -124,8 +124,3 @@ class FastContext:
 def allowed(fd_err, rt, magnitude, atol):
     """What a projection or an entry may differ by: as :func:`~.judging.judge`."""
     return FD_SAFETY * fd_err + rt * magnitude + atol
-
-
-def reading_format(ctx: FastContext):
-    """The narrow format f reads x in (None: none)."""
-    return None if ctx.p.reading is None else ctx.p.reading.fmt

@@ -12,9 +12,10 @@ import numpy as onp
 
 from ..fd.directional import directional_derivatives, exact_steps
 from .entries import make_entry
-from .fastctx import Along, FastContext, allowed, reading_format
+from .exactness import rule_exactness
+from .fastctx import Along, FastContext, allowed
 from .report import Entry
-from .rules import linearity_gap, rule_exactness
+from .rules import linearity_gap
 from .verdicts import Comparison, Verdict
 
 
@@ -56,7 +57,7 @@ def nonlinear_jvp_rows(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> lis
     """Rows where the JVP is not linear in its tangent, confirmed by J d."""
     n = ctx.x0.size
     ratio, rel, probes = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
-    exact = rule_exactness(ratio, rel, probes, ctx.row_eps, reading_format(ctx), ctx.p.rows)
+    exact = rule_exactness(ratio, rel, probes, ctx.row_eps, ctx.p.narrow_format, ctx.p.rows)
     if exact.precision or not onp.any(ratio > 1):
         return []
     rt = ctx.rtol_rows()

@@ -16,6 +16,7 @@ import numpy as onp
 from .analytic import Reverse
 from .entries import make_entry
 from .estimates import Estimates
+from .exactness import precision_note, rule_exactness
 from .judging import Judgement, judge
 from .kinks import KinkProbe, settle_kinks
 from .options import Options
@@ -26,8 +27,6 @@ from .rules import (
     forward_columns,
     jvp_rule,
     linearity_gap,
-    precision_note,
-    rule_exactness,
     scale_allowance,
     solver_slack,
 )
@@ -72,8 +71,7 @@ def judge_forward(
     jvp_ratio, jvp_rel, probes = linearity_gap(
         jvp_rule(p), p.n, p.m, opts.gen, float, eps.max(axis=1)
     )
-    reading = None if p.reading is None else p.reading.fmt
-    exact = rule_exactness(jvp_ratio, jvp_rel, probes, eps.max(axis=1), reading, p.rows)
+    exact = rule_exactness(jvp_ratio, jvp_rel, probes, eps.max(axis=1), p.narrow_format, p.rows)
     own, fmt = exact.precision, exact.fmt
     own_rows = exact.per_coordinate()  # the JVP's coordinates are f's rows
     precision = onp.maximum(

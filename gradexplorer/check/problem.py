@@ -24,6 +24,7 @@ from ..core.tree import Leaf
 from ..fd.device_map import device_evaluator as fd_device_evaluator
 from ..fd.device_map import traceable
 from ..fd.evaluation import DeviceEvaluator, HostEvaluator
+from ..fd.formats import Format
 from ..fd.jacobian import RealMap, coordinate_eps, coordinate_spacing, steps_for, typical_steps
 from ..fd.narrow import Reading, narrow_point, read_format
 from .report import Blocks
@@ -129,6 +130,11 @@ class Problem:
         if self.reading is not None:
             return narrow_point(self.x0, self.coord_eps(), self.reading.fmt)[1]
         return coordinate_spacing(self.x0, self.cols.sides)
+
+    @property
+    def narrow_format(self) -> Format | None:
+        """The narrow format f reads its float64 inputs through (None: none)."""
+        return None if self.reading is None else self.reading.fmt
 
     def charge(self) -> int:
         """Evaluations spent on the problem itself (not by a checker) that no report

@@ -7,15 +7,12 @@ precision it shows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as onp
 
 from ..fd.formats import Format, values_format
 from ..fd.noise import NoiseModel
 from .problem import Problem
 from .progress import checkpoint
-from .report import Blocks
 
 #: Round-off allowed when comparing a rule with itself (linearity), in ulps.
 LINEARITY_ULPS = 1024.0
@@ -219,110 +216,6 @@ def scale_allowance(precision: float | onp.ndarray, A, N) -> onp.ndarray | float
             onp.abs(onp.where(onp.isfinite(A), A, 0.0)), onp.abs(onp.where(onp.isfinite(N), N, 0.0))
         )
     return precision * onp.maximum(big.max(axis=1, keepdims=True), big.max(axis=0, keepdims=True))
-
-
-@dataclass(frozen=True)
-class Exactness:
-    """How exact a rule is: its relative ``precision`` (0: exact), and the narrow
-    format it computes in (None: float64's, or a solver's inexactness), known from
-    its values (``by_values``) or from the format f reads x in; ``where``: the
-    coordinates of the rule's value that precision is for (None: all of them)."""
-
-    precision: float = 0.0
-    fmt: Format | None = None
-    by_values: bool = False
-    where: onp.ndarray | None = field(default=None, repr=False, compare=False)
-
-    def per_coordinate(self) -> float | onp.ndarray:
-        """The precision of each coordinate of the rule's value (one float: all alike).
-
-        >>> Exactness(1e-3, where=onp.array([True, False])).per_coordinate().tolist()
-        [0.001, 0.0]
-        """
-        return self.precision if self.where is None else self.precision * self.where
-
-
-def rule_exactness(
-    ratio: onp.ndarray,
-    rel: onp.ndarray,
-    probes: tuple,
-    eps: onp.ndarray | float,
-    reading: Format | None = None,
-    blocks: Blocks | None = None,
-) -> Exactness:
-    """A rule's :class:`Exactness` from its linearity gap (``ratio``, ``rel``,
-    ``probes``: :func:`linearity_gap`): the format its values are numbers of
-    (:func:`rule_format`), else a solver's precision (:func:`rule_precision`), else,
-    where f reads x through a narrow format (``reading``), that format's rounding:
-    f's AD then computes partly in it (``model(x.half()) + 1e-3·|x|²``: the rule's
-    values mix float16 and float64), and the scatter it shows, if that is a rounding
-    of its size in the format, makes it as exact as a rule in that format
-    (:func:`rule_precision`: the scatter at random cotangents can fall short of the
-    rounding of a given entry), in the leaves of ``blocks`` (the
-    rule's coordinates by argument) any coordinate of which shows it (``where``): a
-    float64 input beside one read in float16 keeps float64's. A whole leaf, as a
-    coordinate of a float16-read input can show no gap by chance although its
-    gradient, rounded by the cast's backward, is as inexact as the others.
-
-    >>> u = onp.ones(3)
-    >>> rule_exactness(onp.zeros(3), onp.zeros(3), ((u, u * 3.1),), 2.0**-52)
-    Exactness(precision=0.0, fmt=None, by_values=False)
-    """
-    fmt = rule_format(probes, eps)
-    if fmt is not None:
-        return Exactness(rule_precision(ratio, rel, fmt), fmt, True)
-    precision = rule_precision(ratio, rel)
-    if precision or reading is None or reading.eps <= float(onp.max(eps)):
-        return Exactness(precision)
-    scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
-    if RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
-        shown = _whole_leaves(onp.asarray(ratio > 1), blocks)
-        precision = max(NARROW_RULE_ULPS * reading.eps, scatter)  # as a narrow rule's
-        return Exactness(precision, reading, where=None if shown.all() else shown)
-    return Exactness()
-
-
-def _whole_leaves(shown: onp.ndarray, blocks: Blocks | None) -> onp.ndarray:
-    """``shown`` spread over each leaf of ``blocks`` where any of its coordinates is
-    True (without blocks, over all coordinates)."""
-    if blocks is None or blocks.size != shown.size:
-        return onp.full(shown.shape, bool(shown.any()))
-    out = shown.copy()
-    for part in blocks.slices.values():
-        out[part] = shown[part].any()
-    return out
-
-
-def precision_note(rule: str, what: str, exact: Exactness) -> str:
-    precision, fmt = exact.precision, exact.fmt
-    if fmt is not None and exact.by_values:
-        return (
-            f"the {rule}'s values at random {what}s are all {fmt.name} numbers: it computes "
-            f"in {fmt.name}, so it is judged to ~{precision:.0e} relative to the size of the "
-            "Jacobian around each entry (gx.check_precision judges a low-precision gradient "
-            "against float64's, in ulps)."
-        )
-    if fmt is not None:
-        where = exact.where
-        which = (
-            "each entry"
-            if where is None
-            else f"each entry of the {int(where.sum())} of {where.size} "
-            f"{'input' if what == 'cotangent' else 'output'} coordinates that show it "
-            "(the others keep float64's precision)"
-        )
-        return (
-            f"the {rule} disagrees with itself by ~{precision:.0e} (relative), {fmt.name}'s "
-            f"rounding: f reads x through {fmt.name}, so its derivatives compute partly in "
-            f"{fmt.name} too, and it is judged to that relative to the size of the Jacobian "
-            f"around {which}."
-        )
-    return (
-        f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "
-        "backward pass makes it: an ODE adjoint, a solver with a tolerance), so it is "
-        f"judged to ~{precision:.0e} relative to the size of the Jacobian around each "
-        "entry; tighten the solver's tolerance to judge it more sharply."
-    )
 
 
 #: Random tangents through which forward mode must reproduce the reverse-mode
