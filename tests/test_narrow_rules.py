@@ -243,13 +243,34 @@ QUANTIZERS = {
 }
 
 
+@pytest.mark.parametrize("mode", ["full", "fast"])
 @pytest.mark.parametrize("name", QUANTIZERS)
-def test_a_quantizers_zero_derivative_is_no_false_alarm(name):
+def test_a_quantizers_zero_derivative_is_no_false_alarm(name, mode):
     """A quantizer's values can be float16 numbers and its stairs no wider than their
     ulp (multiples of 1/256 between 4 and 8 are x rounded to float16), so stairs a
     narrow format's rounding could be are not told from a quantizer's by the values: a
-    0 on them stays unjudged. It FAILED (analytic 0, numeric 1) in 2 to 4 of 4 checks."""
+    0 on them stays unjudged. It FAILED (analytic 0, numeric 1) in 2 to 4 of 4 checks;
+    in fast mode, whose located entries were judged without the stairs, in 1 to 3 of 4
+    checks of two quantizers until 2026-11-29. Nor may a check warn (numpy's "invalid
+    value" from the step levels' bookkeeping leaked out of it)."""
     f, shift = QUANTIZERS[name]
     for seed in range(4):
-        r = gx.check_grads(f, _g(seed, 3, 4) + shift, rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            r = gx.check_grads(f, _g(seed, 3, 4) + shift, rng=seed, mode=mode)
         assert r.outcome is not gx.Outcome.FAILED, str(r)
+
+
+def test_fast_mode_says_which_located_entries_lie_on_stairs(monkeypatch):
+    """Where the full check is too large to fall back on, the entries a failing
+    projection leads to on a quantizer's stairs are reported unresolved, with the
+    reason, and the check is inconclusive."""
+    import gradexplorer.check.fast as fast
+    from gradexplorer.fd.reasons import Unresolvable
+
+    monkeypatch.setattr(fast, "_affordable", lambda p: False)
+    f, shift = QUANTIZERS["round(x.half() * 100) / 100"]
+    r = gx.check_grads(f, _g(0, 3, 4) + shift, rng=0, mode="fast")
+    assert r.outcome is gx.Outcome.INCONCLUSIVE, str(r)
+    assert r.unresolved and "staircase" in r.inconclusive, r.inconclusive
+    assert all(e.reason is Unresolvable.STAIRCASE for e in r.unresolved)

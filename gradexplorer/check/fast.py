@@ -17,6 +17,7 @@ import numpy as onp
 
 from ..fd.directional import directional_derivatives
 from ..fd.noise import probe_noise
+from ..fd.reasons import Unresolvable
 from .determinism import backward_spread
 from .diagnosis import empty_report
 from .exactness import precision_note, rule_exactness
@@ -86,7 +87,8 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
             "may remain (a systematic bug?); mode='full' finds them all, or pass a larger "
             "max_named= to search further."
         )
-    why = _inconclusive(ctx, wrong, unresolved, failing)
+    stairs = [e for e in entries if e.verdict is Verdict.UNRESOLVABLE]
+    why = _inconclusive(ctx, wrong, unresolved, failing, stairs)
     outcome = Outcome.FAILED if wrong else Outcome.INCONCLUSIVE if why else Outcome.PASSED
     row_eps, col_eps = ctx.row_eps, ctx.col_eps
     rtol = opts.rtol
@@ -117,21 +119,30 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
         kinks=tuple(kinks),
         backward_spread=jitter_rel,
         inconclusive=why,
-        unresolved=() if ctx.fallback is None else ctx.fallback.unresolved,
+        unresolved=tuple(stairs) if ctx.fallback is None else ctx.fallback.unresolved,
         n_wrong=len(wrong),
         mode_reason=opts.mode_reason,
     )
 
 
-def _inconclusive(ctx: FastContext, wrong: list, unresolved: int, failing) -> str:
+def _inconclusive(ctx: FastContext, wrong: list, unresolved: int, failing, stairs: list) -> str:
     """Why the fast check cannot pass, where nothing is wrong: no projection resolved
-    and no full check to fall back on, or the full check it fell back on was itself
-    inconclusive (a projection that failed on entries FD cannot resolve is no pass)."""
+    and no full check to fall back on, the full check it fell back on was itself
+    inconclusive, or the entries a failing projection led to lie on stairs (a
+    projection that failed on entries FD cannot resolve is no pass)."""
     if wrong:
         return ""
     if (full := ctx.fallback) is not None:  # it judged every entry: its verdict stands
         why = full.inconclusive if full.outcome is Outcome.INCONCLUSIVE else ""
         return why and f"fell back to the full check, which is inconclusive: {why}"
+    if stairs:
+        return (
+            f"a projection failed, and the {len(stairs)} entr"
+            f"{'y' if len(stairs) == 1 else 'ies'} it led to ({stairs[0].label}, ...) "
+            f"cannot be judged: {Unresolvable.STAIRCASE.text}. The differences measure the "
+            "slope over stairs, not the derivative between them; check at another point "
+            "or on a part of the inputs with mode='full'."
+        )
     if unresolved == N_PROJECTIONS and failing is None:
         return (
             "no random projection could be resolved by finite differences (f is too uneven "
@@ -292,7 +303,7 @@ def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry
         )
         located = locate_entries(ctx, *failing)
     stuck = failing is None and unresolved == N_PROJECTIONS and not found
-    empty = failing is not None and not located
+    empty = failing is not None and not any(e.verdict.failing for e in located)
     if (stuck or empty or ctx.capped) and affordable:
         why = (
             "no projection could be resolved by finite differences"
@@ -302,7 +313,7 @@ def _locate_or_fall_back(ctx, p, opts, failing, unresolved, found) -> list[Entry
             else f"more than {ctx.budget} wrong rows or columns"
         )
         return _fall_back(ctx, p, opts, why)
-    if empty and not found:
+    if empty and not found and not located:  # (located: entries on stairs, unjudged)
         ctx.notes.append(
             "no entry exceeds its own tolerance although a projection did: the error is "
             "spread thin over many entries, each within its FD error; run mode='full' "

@@ -15,7 +15,7 @@ from ..fd.noise import NoiseModel
 from ..fd.reasons import Unresolvable
 from .entries import make_entry
 from .fastctx import Along, FastContext, allowed
-from .judging import FD_SAFETY, RTOL_ULPS, judge
+from .judging import FD_SAFETY, RTOL_ULPS, coarse_stairs, judge
 from .report import Entry
 from .verdicts import Comparison, Verdict
 
@@ -203,8 +203,17 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
     out = []
     viol = judge(a, num, err, rt, ctx.atol)  # inf where the analytic value is not finite
     kink = res.reason[0][rows] == Unresolvable.KINK
+    quantum = None if res.quantum is None else res.quantum[0][rows][:, None]
+    stairs = coarse_stairs(num[:, None], a[:, None], quantum, step, ctx.y0[rows])[:, 0]
     for k, i in enumerate(rows):
-        if kink[k]:
+        if stairs[k] and viol[k] > 1:  # as the full check judges it: not at all
+            out.append(
+                make_entry(
+                    p.rows, p.cols, i, j, a[k], num[k], onp.inf, onp.nan, kind=kind,
+                    verdict=Verdict.UNRESOLVABLE, reason=Unresolvable.STAIRCASE,
+                )
+            )  # fmt: skip
+        elif kink[k]:
             r, l, e = res.right[0][i], res.left[0][i], res.side_err[0][i]
             excess = max(min(r, l) - a[k], a[k] - max(r, l), 0.0) / max(
                 FD_SAFETY * e + rt[k] * max(abs(r), abs(l)) + ctx.atol, onp.finfo(float).tiny

@@ -22,7 +22,7 @@ from .verdicts import Verdict, failing_verdict
 
 __all__ = [
     "FD_SAFETY", "RTOL_ULPS", "tolerances", "judge", "validate_tolerance", "Judgement",
-    "judge_stage",
+    "judge_stage", "coarse_stairs", "format_rounding",
 ]  # fmt: skip
 
 #: The FD error estimate is a bound with margin already; this covers its spread.
@@ -94,26 +94,34 @@ class Judgement:
 STAIRS_SPANNED = 100.0
 
 
-def _coarse_stairs(est, steps: onp.ndarray, A: onp.ndarray) -> onp.ndarray:
+def coarse_stairs(
+    N: onp.ndarray, A: onp.ndarray, quantum: onp.ndarray | None, steps: onp.ndarray, y0
+) -> onp.ndarray:
     """Entries on a staircase with fewer than :data:`STAIRS_SPANNED` quanta across a
     step: the slope over stairs there says nothing of the derivative in between.
 
-    Unless the analytic derivative claims a slope that would cross that many stairs
-    within the step: f would then have moved by as many quanta, and the samples show
-    it did not (a wrong rule on a row of rounding stairs, ``sum(t) - sum(t[::-1])``,
+    ``N`` and ``A`` are the numeric and analytic entries (rows by columns), ``quantum``
+    the stairs' height per entry, ``steps`` the step per column and ``y0`` f's value
+    per row. Unless the analytic derivative claims a slope that would cross that many
+    stairs within the step: f would then have moved by as many quanta, and the samples
+    show it did not (a wrong rule on a row of rounding stairs, ``sum(t) - sum(t[::-1])``,
     is judged; a straight-through rule on coarse stairs, ``round``, still is not).
     Nor where the stairs are the output's rounding to a narrow format
     (:func:`format_rounding`) and the analytic derivative is not 0: its slope across
     stairs is then f's derivative. A 0 there stays unjudged: a quantizer's (``round(x
-    * 256) / 256`` is x rounded to float16 for 4 <= x < 8) or a detached one's."""
-    q = getattr(est, "entry_quantum", None)
-    if q is None:
-        return onp.zeros(est.N.shape, bool)
+    * 256) / 256`` is x rounded to float16 for 4 <= x < 8) or a detached one's.
+
+    >>> coarse_stairs(onp.array([[1.0]]), onp.array([[0.0]]), onp.array([[0.01]]),
+    ...               onp.array([0.02]), onp.array([0.5]))
+    array([[ True]])
+    """
+    if quantum is None:
+        return onp.zeros(onp.shape(N), bool)
     with onp.errstate(all="ignore"):
-        spanned = onp.abs(est.N) * steps[None, :] / q
-        claimed = onp.abs(A) * steps[None, :] / q
-    coarse = (q > 0) & ~(spanned >= STAIRS_SPANNED) & ~(claimed >= STAIRS_SPANNED)
-    return coarse & ~(format_rounding(est.y0, q)[:, None] & (A != 0))
+        spanned = onp.abs(N) * steps[None, :] / quantum
+        claimed = onp.abs(A) * steps[None, :] / quantum
+    coarse = (quantum > 0) & ~(spanned >= STAIRS_SPANNED) & ~(claimed >= STAIRS_SPANNED)
+    return coarse & ~(format_rounding(y0, quantum)[:, None] & (A != 0))
 
 
 def format_rounding(y0: onp.ndarray, quantum: onp.ndarray) -> onp.ndarray:
@@ -204,7 +212,8 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     # on a staircase whose stairs are wide against the step (floor, round: f itself is
     # the staircase) the differences measure the slope over stairs, not the local
     # derivative AD gives: disagreeing there is no bug, but nothing to judge either
-    coarse = _coarse_stairs(est, p.steps(opts.method), A) & (V > 1)
+    quantum = getattr(est, "entry_quantum", None)
+    coarse = coarse_stairs(N, A, quantum, p.steps(opts.method), est.y0) & (V > 1)
     V = onp.where(coarse, onp.nan, V)
     E = onp.where(coarse, onp.inf, E)  # for forward mode too
     reasons = onp.where(coarse, Unresolvable.STAIRCASE, reasons).astype(onp.int8)

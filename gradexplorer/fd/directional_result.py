@@ -65,7 +65,8 @@ def dust_outputs(noise: NoiseModel) -> onp.ndarray:
 
 
 def finish(est, err, noise_err, has, nonfinite, y_bad, h, sample, nm, noise, sides) -> Directional:
-    err = resolution_floor(est, err + nm.rel * onp.abs(est))
+    with onp.errstate(invalid="ignore"):  # an infinite rel at a 0 estimate stays nan
+        err = resolution_floor(est, err + nm.rel * onp.abs(est))
     reason = onp.zeros(est.shape, onp.int8)
     # noise comparable to f itself leaves nothing to resolve — unless f is round-off
     # dust around zero (an imaginary part that is 0 in exact arithmetic): noise

@@ -49,6 +49,8 @@ def noise_seen_finer(lvl, active, err, noise, has, h_new, kept_h) -> None:
     carry that noise too: an FD noise error scales as sigma / step."""
     with onp.errstate(all="ignore"):
         implied = lvl.noise * h_new[:, None] / kept_h[active]
-    more = has[active] & lvl.consistent & onp.isfinite(implied) & (implied > noise[active])
-    err[active] = onp.where(more, err[active] + (implied - noise[active]), err[active])
+        more = has[active] & lvl.consistent & onp.isfinite(implied) & (implied > noise[active])
+        # where() evaluates both branches: an inf kept error beside an inf noise is nan
+        # in the branch it does not take
+        err[active] = onp.where(more, err[active] + (implied - noise[active]), err[active])
     noise[active] = onp.where(more, implied, noise[active])
