@@ -16,6 +16,7 @@ from .exactness import rule_exactness
 from .fastctx import Along, FastContext, allowed
 from .report import Entry
 from .rules import linearity_gap
+from .stairs import across_stairs_columns
 from .verdicts import Comparison, Verdict
 
 
@@ -29,10 +30,13 @@ def nonlinear_vjp_columns(ctx: FastContext, probes, columns) -> list[Entry]:
         method=ctx.method, spacing=ctx.spacing, coord_eps=ctx.col_eps, out_eps=ctx.row_eps,
     )  # fmt: skip
     ctx.cost.nfev += res.nfev
+    # (a 0 the differences read on a stair of f is no slope: the one across stairs is)
+    ests, errs, _, used = across_stairs_columns(p, columns, res.est, res.err, ctx.y0)
+    ctx.cost.nfev += used
     out = []
     rt = float(ctx.rtol_rows().max())
     for t, j in enumerate(columns):
-        est, err = res.est[t], res.err[t]
+        est, err = ests[t], errs[t]
         if not onp.isfinite(err).all():
             continue
         judged = []  # (analytic, numeric, FD error, violation) at each probe

@@ -41,6 +41,7 @@ from .linearity import nonlinear_vjp
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
+from .stairs import across_stairs
 from .taylor import Convergence, TaylorResult, taylor_blocks
 from .verdicts import Comparison, Verdict, failing_verdict
 
@@ -109,6 +110,7 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
         jd.V[i, j] = 0.0
     jd.jumps.update(jumps)
     least = least_change(p, est)
+    narrow: dict = {}  # flat cells whose stairs end within reach: judged across them
     for (i, j), step in flats.items():
         if (i, j) in jumps:
             continue
@@ -116,23 +118,66 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
         # ulp of f, or the quantum of the staircase f moves on (cancellation: (1e12 x +
         # sin x) - 1e12 x moves in quanta of 0.25, flat over a step where cos x is not 0)
         change = float(least[i, j])
+        within = not flat_to_the_limit(step, p.x0[j])
         if still[i, j]:
             # a stair's height need not be the quantum the samples show (float16's
             # ulp of h in h·w, a float64 w); where f stays flat as far as it was
             # followed, it ignores x there, up to the coarsest format's rounding
-            if not flat_to_the_limit(step, p.x0[j]):
+            if within:
+                narrow[(i, j)] = step
                 continue
             change = max(change, BFLOAT16.eps * float(magnitude[i]))
         local = max(change, onp.finfo(float).tiny) / step
-        if est.N[i, j] == 0 and jd.E[i, j] <= local:
-            continue  # the finite differences say 0 already, and more sharply (larger steps)
-        est.N[i, j], jd.E[i, j] = 0.0, local
         a = float(onp.real(A[i, j]))
-        jd.V[i, j] = abs(a) / (FD_SAFETY * local + float(jd.allowance[i, j]))
-        right = jd.V[i, j] <= 1
-        jd.verdicts[i, j] = (Verdict.RIGHT if right else failing_verdict(a, 0.0)).code
-        jd.reasons[i, j] = 0
-        jd.flat.add((i, j))
+        sharper = est.N[i, j] == 0 and jd.E[i, j] <= local  # the differences' 0 stands
+        V = jd.V[i, j] if sharper else abs(a) / (FD_SAFETY * local + float(jd.allowance[i, j]))
+        if V > 1 and within:
+            # nonzero against a stair's flat, though f moves soon after: an ulp of f
+            # is no stair's height (f rounds an intermediate, then goes on in float64)
+            narrow[(i, j)] = step
+        if not sharper:
+            _judge_flat(jd, est, (i, j), a, 0.0, local, V)
+    # the differences read 0 where the rule says f moves, and f is not flat either side
+    # of x: x is near a stair's edge (the differences shrank onto the stair)
+    base = p.steps("forward")
+    for i, j in onp.argwhere(failing & (est.N == 0)):
+        if (i, j) not in jumps and (i, j) not in flats:
+            narrow[(int(i), int(j))] = 32.0 * float(base[j])  # changes by 64 steps
+    return nfev + _judge_across(p, est, jd, A, narrow)
+
+
+def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: float, V: float):
+    """Entry ij judged against ``n ± err`` (f's slope where it is flat, or across
+    its stairs), with violation V."""
+    est.N[ij], jd.E[ij], jd.V[ij] = n, err, V
+    jd.verdicts[ij] = (Verdict.RIGHT if V <= 1 else failing_verdict(a, n)).code
+    jd.reasons[ij] = 0
+    jd.flat.add(ij)
+
+
+def _judge_across(p: Problem, est: Estimates, jd: Judgement, A, narrow: dict) -> int:
+    """Flat cells whose stairs end within reach, judged against the slope across
+    many stairs (:func:`~.stairs.across_stairs`); those whose stairs are too wide
+    are unresolved (a staircase), and where f does not move within reach, the
+    verdict stands. Returns the evaluations it took."""
+    if not narrow:
+        return 0
+    measured, nfev = across_stairs(p, narrow, est.y0)
+    for ij in (ij for ij, across in measured.items() if across is None):
+        # f moves within reach, in stairs too wide to measure the slope across: its
+        # flat at x says nothing of the derivative the rule gives
+        est.N[ij], jd.E[ij], jd.V[ij] = 0.0, onp.inf, onp.nan
+        jd.verdicts[ij] = Verdict.UNRESOLVABLE.code
+        jd.reasons[ij] = Unresolvable.STAIRCASE
+        jd.flat.discard(ij)
+    for ij, across in measured.items():
+        if across is None:
+            continue
+        a = float(onp.real(A[ij]))
+        V = abs(a - across.est) / (FD_SAFETY * across.err + float(jd.allowance[ij]))
+        _judge_flat(jd, est, ij, a, across.est, across.err, V)
+        jd.flat.discard(ij)
+        jd.across[ij] = across
     return nfev
 
 
@@ -274,17 +319,33 @@ def _with_jump(e: Entry, jumps: dict) -> Entry:
 
 
 def _flat_notes(p: Problem, jd: Judgement) -> list[str]:
+    notes = _across_notes(p, jd)
     flat = sorted(jd.flat)
     if not flat:
-        return []
+        return notes
     i, j = flat[0]
-    return [
+    return notes + [
         f"{len(flat)} entr{'y is' if len(flat) == 1 else 'ies are'} where f is exactly flat at "
         f"x ({p.rows.label(i)} / {p.cols.label(j)}, ...): f does not change at all over "
         "steps far wider than the finite differences' (it does not depend on that input "
         "there, or sits on a stair of a staircase whose slope across stairs the finite "
         "differences saw). There the derivative is 0 (to within f's least change over the "
         "widest such step), and the analytic value was judged against that."
+    ]
+
+
+def _across_notes(p: Problem, jd: Judgement) -> list[str]:
+    if not jd.across:
+        return []
+    (i, j), first = min(jd.across.items())
+    count = len(jd.across)
+    return [
+        f"{count} entr{'y is' if count == 1 else 'ies are'} on a stair of f ({p.rows.label(i)} / "
+        f"{p.cols.label(j)}, ...): the finite differences read 0, yet f moves a short way "
+        f"off (~{first.width:.1g} there), as f does where it rounds something to a narrow "
+        "format and goes on (a cast to float16, a float32 accumulator). There the slope "
+        "across many stairs was compared with the analytic value, to within the stairs' "
+        "height over that step."
     ]
 
 
