@@ -85,7 +85,7 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     notes: list[str] = []
     col_eps = eps.max(axis=0)
     lin_ratio, lin_rel, pairs = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
-    exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, p.narrow_format, p.cols)
+    exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, p.narrow_format, p.cols, rule=vjp)
     fmt, precision = exact.fmt, exact.precision
     # a rule computing in a narrow format disagrees with itself by its rounding
     rounding = 256 * col_eps if fmt is None else NARROW_SCATTER_ULPS * fmt.eps

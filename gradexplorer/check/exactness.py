@@ -8,27 +8,46 @@ shows; any other, exactly.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 import numpy as onp
 
 from ..fd.formats import Format
 from .report import Blocks
-from .rules import NARROW_SCATTER_ULPS, RULE_NOISE_MAX, rule_format, rule_precision
+from .rules import (
+    NARROW_SCATTER_ULPS,
+    RULE_NOISE_MAX,
+    argument_rounding,
+    rule_format,
+    rule_precision,
+)  # fmt: skip
 
-__all__ = ["Exactness", "rule_exactness", "precision_note"]
+__all__ = ["Cause", "Exactness", "rule_exactness", "precision_note"]
+
+
+class Cause(enum.Enum):
+    """Why a rule is inexact: its values are a narrow format's numbers, f reads x
+    through one, the rule rounds its argument to one (a cast's backward), or it is
+    an adaptive computation (a solver); EXACT where it is not."""
+
+    EXACT = "exact"
+    VALUES = "values"
+    READING = "reading"
+    ARGUMENT = "argument"
+    SOLVER = "solver"
 
 
 @dataclass(frozen=True)
 class Exactness:
-    """How exact a rule is: its relative ``precision`` (0: exact), and the narrow
-    format it computes in (None: float64's, or a solver's inexactness), known from
-    its values (``by_values``) or from the format f reads x in; ``where``: the
-    coordinates of the rule's value that precision is for (None: all of them)."""
+    """How exact a rule is: its relative ``precision`` (0: exact), the narrow
+    format it computes in (None: float64's, or a solver's inexactness), and the
+    ``cause`` that says so; ``where``: the coordinates of the rule's value that
+    precision is for (None: all of them)."""
 
     precision: float = 0.0
     fmt: Format | None = None
-    by_values: bool = False
+    cause: Cause = Cause.EXACT
     where: onp.ndarray | None = field(default=None, repr=False, compare=False)
 
     def per_coordinate(self) -> float | onp.ndarray:
@@ -47,6 +66,7 @@ def rule_exactness(
     eps: onp.ndarray | float,
     reading: Format | None = None,
     blocks: Blocks | None = None,
+    rule=None,
 ) -> Exactness:
     """A rule's :class:`Exactness` from its linearity gap (``ratio``, ``rel``,
     ``probes``: :func:`linearity_gap`): the format its values are numbers of
@@ -64,19 +84,24 @@ def rule_exactness(
 
     >>> u = onp.ones(3)
     >>> rule_exactness(onp.zeros(3), onp.zeros(3), ((u, u * 3.1),), 2.0**-52)
-    Exactness(precision=0.0, fmt=None, by_values=False)
+    Exactness(precision=0.0, fmt=None, cause=<Cause.EXACT: 'exact'>)
     """
     fmt = rule_format(probes, eps)
     if fmt is not None:
-        return Exactness(rule_precision(ratio, rel, fmt), fmt, True)
+        return Exactness(rule_precision(ratio, rel, fmt), fmt, Cause.VALUES)
+    rounds = None if rule is None else argument_rounding(rule, probes, ratio, rel, eps)
+    if rounds is not None:
+        shown = _whole_leaves(onp.asarray(ratio > 1), blocks)
+        precision = rule_precision(ratio, rel, rounds)
+        return Exactness(precision, rounds, Cause.ARGUMENT, None if shown.all() else shown)
     precision = rule_precision(ratio, rel)
     if precision or reading is None or reading.eps <= float(onp.max(eps)):
-        return Exactness(precision)
+        return Exactness(precision, cause=Cause.SOLVER if precision else Cause.EXACT)
     scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
     if RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
         shown = _whole_leaves(onp.asarray(ratio > 1), blocks)
         precision = rule_precision(ratio, rel, reading)  # as a narrow rule's
-        return Exactness(precision, reading, where=None if shown.all() else shown)
+        return Exactness(precision, reading, Cause.READING, None if shown.all() else shown)
     return Exactness()
 
 
@@ -93,7 +118,14 @@ def _whole_leaves(shown: onp.ndarray, blocks: Blocks | None) -> onp.ndarray:
 
 def precision_note(rule: str, what: str, exact: Exactness) -> str:
     precision, fmt = exact.precision, exact.fmt
-    if fmt is not None and exact.by_values:
+    if exact.cause is Cause.ARGUMENT:
+        return (
+            f"the {rule} rounds its {what} to {fmt.name} (a cast's {rule} does: f casts a "
+            f"value to {fmt.name} and goes on): it is linear at {what}s {fmt.name} holds "
+            f"exactly, and off by ~{precision:.0e} (relative) at others, so it is judged to "
+            f"that, relative to the size of the Jacobian around{_which(exact, what)}."
+        )
+    if fmt is not None and exact.cause is Cause.VALUES:
         return (
             f"the {rule}'s values at random {what}s are all {fmt.name} numbers: it computes "
             f"in {fmt.name}, so it is judged to ~{precision:.0e} relative to the size of the "
@@ -101,23 +133,27 @@ def precision_note(rule: str, what: str, exact: Exactness) -> str:
             "against float64's, in ulps)."
         )
     if fmt is not None:
-        where = exact.where
-        which = (
-            "each entry"
-            if where is None
-            else f"each entry of the {int(where.sum())} of {where.size} "
-            f"{'input' if what == 'cotangent' else 'output'} coordinates that show it "
-            "(the others keep float64's precision)"
-        )
         return (
             f"the {rule} disagrees with itself by ~{precision:.0e} (relative), {fmt.name}'s "
             f"rounding: f reads x through {fmt.name}, so its derivatives compute partly in "
             f"{fmt.name} too, and it is judged to that relative to the size of the Jacobian "
-            f"around {which}."
+            f"around{_which(exact, what)}."
         )
     return (
         f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "
         "backward pass makes it: an ODE adjoint, a solver with a tolerance), so it is "
         f"judged to ~{precision:.0e} relative to the size of the Jacobian around each "
         "entry; tighten the solver's tolerance to judge it more sharply."
+    )
+
+
+def _which(exact: Exactness, what: str) -> str:
+    """The entries a narrow precision is for: all, or those of some coordinates."""
+    where = exact.where
+    if where is None:
+        return " each entry"
+    side = "input" if what == "cotangent" else "output"
+    return (
+        f" each entry of the {int(where.sum())} of {where.size} {side} coordinates that "
+        "show it (the others keep float64's precision)"
     )

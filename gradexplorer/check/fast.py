@@ -189,7 +189,9 @@ def _linearity(ctx: FastContext, opts: Options):
     rule (inexact everywhere, slightly) is judged to the precision it shows."""
     m, n = ctx.y0.size, ctx.x0.size
     lin, lin_rel, probes = linearity_gap(ctx.vjp, m, n, opts.gen, ctx.y_dtype, ctx.col_eps)
-    exact = rule_exactness(lin, lin_rel, probes, ctx.col_eps, ctx.p.narrow_format, ctx.p.cols)
+    exact = rule_exactness(
+        lin, lin_rel, probes, ctx.col_eps, ctx.p.narrow_format, ctx.p.cols, rule=ctx.vjp
+    )
     precision = exact.precision
     slack = 0.0
     if precision:

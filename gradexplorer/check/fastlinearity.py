@@ -61,7 +61,9 @@ def nonlinear_jvp_rows(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> lis
     """Rows where the JVP is not linear in its tangent, confirmed by J d."""
     n = ctx.x0.size
     ratio, rel, probes = linearity_gap(ctx.jvp, n, jd.est.size, gen, float, ctx.row_eps)
-    exact = rule_exactness(ratio, rel, probes, ctx.row_eps, ctx.p.narrow_format, ctx.p.rows)
+    exact = rule_exactness(
+        ratio, rel, probes, ctx.row_eps, ctx.p.narrow_format, ctx.p.rows, rule=ctx.jvp
+    )
     if exact.precision or not onp.any(ratio > 1):
         return []
     rt = ctx.rtol_rows()

@@ -68,10 +68,11 @@ def judge_forward(
     notes = fwd.notes
     eps = p.eps_matrix()
     ngrad = 3
-    jvp_ratio, jvp_rel, probes = linearity_gap(
-        jvp_rule(p), p.n, p.m, opts.gen, float, eps.max(axis=1)
+    jvp = jvp_rule(p)
+    jvp_ratio, jvp_rel, probes = linearity_gap(jvp, p.n, p.m, opts.gen, float, eps.max(axis=1))
+    exact = rule_exactness(
+        jvp_ratio, jvp_rel, probes, eps.max(axis=1), p.narrow_format, p.rows, rule=jvp
     )
-    exact = rule_exactness(jvp_ratio, jvp_rel, probes, eps.max(axis=1), p.narrow_format, p.rows)
     own, fmt = exact.precision, exact.fmt
     own_rows = exact.per_coordinate()  # the JVP's coordinates are f's rows
     precision = onp.maximum(
