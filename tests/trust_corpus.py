@@ -431,7 +431,7 @@ add(
         (_X_DECIMAL,),
         FAILED,
         wrong={(0, 0), (1, 1), (2, 2)},
-        note="on a stair of f",
+        note="measured again over a wider step",
     )
 )
 

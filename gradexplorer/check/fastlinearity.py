@@ -16,7 +16,7 @@ from .exactness import rule_exactness
 from .fastctx import Along, FastContext, allowed
 from .report import Entry
 from .rules import linearity_gap
-from .stairs import across_stairs_columns
+from .stairs import across_stairs_along, across_stairs_columns
 from .verdicts import Comparison, Verdict
 
 
@@ -68,14 +68,15 @@ def nonlinear_jvp_rows(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> lis
         return []
     rt = ctx.rtol_rows()
     out = []
+    est, err = _across_zeros(ctx, jd, (ratio > 1) & (jd.est == 0) & (jv != 0))
     with onp.errstate(all="ignore"):
-        viol = onp.abs(jv - jd.est) / allowed(jd.err, rt, onp.abs(jv), ctx.atol)
+        viol = onp.abs(jv - est) / allowed(err, rt, onp.abs(jv), ctx.atol)
     p = ctx.p
-    for i in onp.flatnonzero((ratio > 1) & onp.isfinite(jd.err))[: ctx.budget]:
+    for i in onp.flatnonzero((ratio > 1) & onp.isfinite(err))[: ctx.budget]:
         if not viol[i] <= 1:
             out.append(
                 make_entry(
-                    p.rows, p.cols, int(i), -1, jv[i], jd.est[i], jd.err[i], viol[i],
+                    p.rows, p.cols, int(i), -1, jv[i], est[i], err[i], viol[i],
                     kind=Comparison.LINEARITY, verdict=Verdict.WRONG,
                     summary="JVP not linear in its tangent",
                 )
@@ -87,3 +88,20 @@ def nonlinear_jvp_rows(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> lis
             "Function's jvp) ignores its tangent or adds a term not multiplied by it."
         )
     return out
+
+
+def _across_zeros(ctx: FastContext, jd: Along, rows: onp.ndarray):
+    """J d with the 0s the differences read in ``rows`` (a mask) replaced by the slope
+    across f's stairs along d, where f moves within reach (inf error where its stairs
+    are too wide): a 0 read on a stair is no slope."""
+    est, err = jd.est.copy(), jd.err.copy()
+    if not rows.any():
+        return est, err
+    d = jd.d
+    support = onp.flatnonzero(d)
+    reach = 32.0 * float(onp.min(ctx.p.steps("forward")[support] / onp.abs(d[support])))
+    found, used = across_stairs_along(ctx.p, d, onp.flatnonzero(rows), reach, ctx.y0)
+    ctx.cost.nfev += used
+    for i, across in found.items():
+        est[i], err[i] = (across.est, across.err) if across.measured else (0.0, onp.inf)
+    return est, err

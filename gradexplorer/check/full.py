@@ -80,7 +80,7 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
         found.notes += fwd.notes
         found.ngrad += ngrad
     found.nfev += probe.nfev
-    settle_with_taylor(p, rev.A, est, jd.verdicts, opts, found)
+    settle_with_taylor(p, rev.A, est, jd.verdicts, opts, found, _stair_heights(p, jd))
     return assemble(p, opts, rev, est, jd, fwd.J, found)
 
 
@@ -143,6 +143,13 @@ def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> in
     for i, j in onp.argwhere(failing & (est.N == 0)):
         if (i, j) not in jumps and (i, j) not in flats:
             narrow[(int(i), int(j))] = 32.0 * float(base[j])  # changes by 64 steps
+    # an output on stairs along some inputs is on them along all: its other failing
+    # entries' differences knew no stair height (the values lie on no grid), so they
+    # are judged across the stairs too
+    stairs_rows = {i for i, _ in narrow}
+    for i, j in onp.argwhere(failing):
+        if int(i) in stairs_rows and (i, j) not in jumps:
+            narrow.setdefault((int(i), int(j)), 32.0 * float(base[j]))
     return nfev + _judge_across(p, est, jd, A, narrow)
 
 
@@ -163,7 +170,8 @@ def _judge_across(p: Problem, est: Estimates, jd: Judgement, A, narrow: dict) ->
     if not narrow:
         return 0
     measured, nfev = across_stairs(p, narrow, est.y0)
-    for ij in (ij for ij, across in measured.items() if across is None):
+    jd.across.update(measured)
+    for ij in (ij for ij, across in measured.items() if not across.measured):
         # f moves within reach, in stairs too wide to measure the slope across: its
         # flat at x says nothing of the derivative the rule gives
         est.N[ij], jd.E[ij], jd.V[ij] = 0.0, onp.inf, onp.nan
@@ -171,13 +179,12 @@ def _judge_across(p: Problem, est: Estimates, jd: Judgement, A, narrow: dict) ->
         jd.reasons[ij] = Unresolvable.STAIRCASE
         jd.flat.discard(ij)
     for ij, across in measured.items():
-        if across is None:
+        if not across.measured:
             continue
         a = float(onp.real(A[ij]))
         V = abs(a - across.est) / (FD_SAFETY * across.err + float(jd.allowance[ij]))
         _judge_flat(jd, est, ij, a, across.est, across.err, V)
         jd.flat.discard(ij)
-        jd.across[ij] = across
     return nfev
 
 
@@ -189,9 +196,20 @@ def _kink_columns(est: Estimates, verdicts: onp.ndarray) -> onp.ndarray:
     return onp.flatnonzero(onp.any(est.kink | _failing(verdicts), axis=0))
 
 
-def settle_with_taylor(p: Problem, A, est: Estimates, verdicts, opts: Options, found) -> None:
+def _stair_heights(p: Problem, jd: Judgement) -> onp.ndarray:
+    """Per output, the height of the stairs it was seen on (0 where none)."""
+    heights = onp.zeros(p.m)
+    for (i, _), across in jd.across.items():
+        heights[i] = max(heights[i], across.height)
+    return heights
+
+
+def settle_with_taylor(
+    p: Problem, A, est: Estimates, verdicts, opts: Options, found, stairs=None
+) -> None:
     """Blocks finite differences left mostly unresolvable get the Taylor test:
-    second-order convergence settles them, first order fails them."""
+    second-order convergence settles them, first order fails them. ``stairs``: per
+    output, the height of the stairs it moves on (a remainder below it is rounding)."""
     unresolved = verdicts == Verdict.UNRESOLVABLE.code
     which = {
         (rname, cname)
@@ -206,6 +224,8 @@ def settle_with_taylor(p: Problem, A, est: Estimates, verdicts, opts: Options, f
     from ..fd.schemes import NOISE_SIGMAS
 
     floor = NOISE_SIGMAS * est.noise.level0
+    if stairs is not None:
+        floor = onp.fmax(floor, stairs)
     safe_A = onp.where(onp.isfinite(A), A, 0.0)
     if p.reading is not None:
         # f reads x + h·v rounded to its format's grid: off by up to half an ulp in
@@ -335,17 +355,18 @@ def _flat_notes(p: Problem, jd: Judgement) -> list[str]:
 
 
 def _across_notes(p: Problem, jd: Judgement) -> list[str]:
-    if not jd.across:
+    measured = {ij: a for ij, a in jd.across.items() if a.measured}
+    if not measured:
         return []
-    (i, j), first = min(jd.across.items())
-    count = len(jd.across)
+    (i, j), first = min(measured.items())
+    count = len(measured)
     return [
-        f"{count} entr{'y is' if count == 1 else 'ies are'} on a stair of f ({p.rows.label(i)} / "
-        f"{p.cols.label(j)}, ...): the finite differences read 0, yet f moves a short way "
-        f"off (~{first.width:.1g} there), as f does where it rounds something to a narrow "
-        "format and goes on (a cast to float16, a float32 accumulator). There the slope "
-        "across many stairs was compared with the analytic value, to within the stairs' "
-        "height over that step."
+        f"{count} entr{'y' if count == 1 else 'ies'} the finite differences read as 0 "
+        f"where the rule does not ({p.rows.label(i)} / {p.cols.label(j)}, ...) were measured "
+        f"again over a wider step (~{first.step:.1g} there): f that rounds something to a "
+        "narrow format on the way (a cast to float16, a float32 accumulator) is a staircase, "
+        "flat at x, and the slope across many of its stairs is the derivative the rule "
+        "computes. Each is judged against that, to within the stairs' height over the step."
     ]
 
 

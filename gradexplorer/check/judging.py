@@ -88,8 +88,8 @@ class Judgement:
     #: where f is exactly flat at x (a staircase with stairs narrower than the step):
     #: judged against its local derivative, 0
     flat: set = field(default_factory=set)
-    #: where f is flat at x on a stair that ends within reach: judged against the
-    #: slope across many stairs, ``(i, j) -> Across``
+    #: where f is flat at x on a stair that ends within reach: the slope across many
+    #: stairs it was judged against (or its stairs, too wide for that), ``(i, j) -> Across``
     across: dict = field(default_factory=dict)
 
 

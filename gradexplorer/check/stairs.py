@@ -23,7 +23,7 @@ from ..fd.sampling import exact_steps
 from .kinks import reach_limit
 from .problem import Problem
 
-__all__ = ["Across", "across_stairs", "across_stairs_columns", "SPAN"]
+__all__ = ["Across", "across_stairs", "across_stairs_along", "across_stairs_columns", "SPAN"]
 
 #: Stairs the step of the difference across them spans (its error: 1/SPAN of the slope).
 SPAN = 64.0
@@ -34,20 +34,27 @@ FEWEST = 8.0
 @dataclass(frozen=True)
 class Across:
     """The slope across stairs of one entry: the central difference ``est`` over
-    ``step`` (``SPAN`` stairs of ``width``), known to within ``err``."""
+    ``step`` (``SPAN`` stairs of ``width`` and ``height``), known to within ``err``;
+    NaN, with an infinite error, where the stairs are too wide for it."""
 
     est: float
     err: float
     step: float
     width: float
+    height: float
+
+    @property
+    def measured(self) -> bool:
+        return bool(onp.isfinite(self.err))
 
 
 def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
     """``{(i, j): Across}`` for the cells ``{(i, j): reach}`` (f flat over x ± reach
     along input j, or just short of it) whose stairs end within reach of x on both
-    sides (:func:`~.kinks.reach_limit`), None for those whose stairs are too wide to
-    span :data:`FEWEST` of them within it; and the evaluations it took. A cell where
-    f does not move within reach is left out: it is flat there. The stair's width is
+    sides (:func:`~.kinks.reach_limit`), unmeasured (:attr:`Across.measured`) where
+    its stairs are too wide to span :data:`FEWEST` of them within it; and the
+    evaluations it took. A cell where f does not move within reach is left out: it is
+    flat there. The stair's width is
     where f first changes, doubling the step from the reach; its height, the change
     there."""
     out: dict = {}
@@ -57,24 +64,53 @@ def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
         by_column.setdefault(int(j), []).append((int(i), float(reach)))
     for j, rows_reach in by_column.items():
         rows = onp.array([i for i, _ in rows_reach])
-        width, height, used = _stair(p, j, rows, min(r for _, r in rows_reach), y0)
+        e_j = onp.zeros(p.n)
+        e_j[j] = 1.0
+        found, used = across_stairs_along(p, e_j, rows, min(r for _, r in rows_reach), y0)
         nfev += used
-        found = onp.isfinite(width)
-        if not found.any():
-            continue
-        widest = float(onp.max(width[found]))
-        step = min(SPAN * widest, 0.5 * float(reach_limit(p.x0[[j]])[0]))
-        if step < FEWEST * widest:  # stairs too wide for a slope over many of them
-            out.update({(int(i), j): None for i in rows[found]})
-            continue
-        step = float(exact_steps(p.x0[[j]], onp.array([step]), p.spacing()[[j]])[0])
-        est, err = _central(p, j, step, rows)
-        nfev += 4
-        err = err + height / step
-        for k, i in enumerate(rows):
-            if found[k] and onp.isfinite(est[k]) and onp.isfinite(err[k]):
-                out[(int(i), j)] = Across(float(est[k]), float(err[k]), step, float(width[k]))
+        out.update({(i, j): a for i, a in found.items()})
     return out, nfev
+
+
+def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, int]:
+    """:func:`across_stairs` along one direction ``v`` (n,) for ``rows``: ``{i: Across
+    or None}`` and the evaluations it took; ``reach`` and the steps are multiples of
+    v. A coordinate direction keeps its points on x's grid."""
+    v = onp.asarray(v, dtype=float)
+    support = onp.flatnonzero(v)
+    limit = float(onp.min(reach_limit(p.x0[support]) / onp.abs(v[support])))
+    snap = _snapper(p, v, support)
+    width, height, nfev = _stair(p, v, rows, reach, y0, limit, snap)
+    found = onp.isfinite(width)
+    if not found.any():
+        return {}, nfev
+    widest = float(onp.max(width[found]))
+    step = min(SPAN * widest, 0.5 * limit)
+    if step < FEWEST * widest:  # stairs too wide for a slope over many of them
+        return {
+            int(i): Across(onp.nan, onp.inf, onp.nan, float(width[k]), float(height[k]))
+            for k, i in enumerate(rows)
+            if found[k]
+        }, nfev
+    step = snap(step)
+    est, err = _central(p, v, step, rows)
+    err = err + height / step
+    out = {
+        int(i): Across(float(est[k]), float(err[k]), step, float(width[k]), float(height[k]))
+        for k, i in enumerate(rows)
+        if found[k] and onp.isfinite(est[k]) and onp.isfinite(err[k])
+    }
+    return out, nfev + 2 * (len(MULTIPLES) + 1)
+
+
+def _snapper(p: Problem, v, support):
+    """Steps along v as taken: on x's grid along a coordinate, as they are otherwise."""
+    if support.size != 1:
+        return float
+    j = int(support[0])
+    scale = abs(float(v[j]))
+    spacing = p.spacing()[[j]]
+    return lambda h: float(exact_steps(p.x0[[j]], onp.array([h * scale]), spacing)[0]) / scale
 
 
 def across_stairs_columns(p: Problem, columns, est, err, y0, rows=None):
@@ -95,7 +131,7 @@ def across_stairs_columns(p: Problem, columns, est, err, y0, rows=None):
     pos = {int(j): t for t, j in enumerate(columns)}
     wide = set()
     for (i, j), across in measured.items():
-        if across is None:
+        if not across.measured:
             err[pos[j], i] = onp.inf
             wide.add((i, j))
         else:
@@ -103,21 +139,17 @@ def across_stairs_columns(p: Problem, columns, est, err, y0, rows=None):
     return est, err, wide, nfev
 
 
-def _stair(p: Problem, j: int, rows, reach: float, y0) -> tuple[onp.ndarray, ...]:
-    """Per row: the step at which f first changes along input j, on the side where
-    that is farther (the stair's width from x), and the largest change seen then (its
-    height); NaN width where it does not change as far as the flat reach is followed
-    (:func:`~.kinks.reach_limit`)."""
-    x0, spacing = p.x0, p.spacing()
-    limit = float(reach_limit(x0[[j]])[0])
+def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
+    """Per row: the step at which f first changes along v, on the side where that
+    is farther (the stair's width from x), and the largest change seen then (its
+    height), doubling the step from twice ``reach``; NaN width where it does not change
+    within ``limit``."""
     first = onp.full((rows.size, 2), onp.nan)
     height = onp.zeros((rows.size, 2))
     h, nfev = 2.0 * reach, 0
     while h <= limit and onp.isnan(first).any():
-        step = float(exact_steps(x0[[j]], onp.array([h]), spacing[[j]])[0])
-        X = onp.repeat(x0[None], 2, axis=0)
-        X[0, j] += step
-        X[1, j] -= step
+        step = snap(h)
+        X = onp.stack([p.x0 + step * v, p.x0 - step * v])
         Y = onp.asarray(p.batch(X), dtype=float)[:, rows].T  # (rows, sides)
         nfev += 2
         moved = onp.isnan(first) & (Y != y0[rows][:, None]) & onp.isfinite(Y)
@@ -127,14 +159,22 @@ def _stair(p: Problem, j: int, rows, reach: float, y0) -> tuple[onp.ndarray, ...
     return first.max(axis=1), height.max(axis=1), nfev
 
 
-def _central(p: Problem, j: int, step: float, rows) -> tuple[onp.ndarray, onp.ndarray]:
-    """The central difference over ``step`` along input j, and its truncation (its
-    gap to the one over twice the step)."""
-    X = onp.repeat(p.x0[None], 4, axis=0)
-    for r, offset in enumerate((step, -step, 2 * step, -2 * step)):
-        X[r, j] += offset
+#: The step's multiples the central differences are taken at: their spread is the
+#: stairs' rounding as the samples show it (a stair's first change can be a small one
+#: where stairs of several intermediates interleave), 2 gives their truncation.
+MULTIPLES = (1.0, 8 / 7, 9 / 7, 10 / 7)
+
+
+def _central(p: Problem, v, step: float, rows) -> tuple[onp.ndarray, onp.ndarray]:
+    """The mean of the central differences over :data:`MULTIPLES` of ``step`` along v,
+    and its error besides the stairs' height: their spread, and their truncation (the
+    gap to the difference over twice the step)."""
+    offsets = [*MULTIPLES, 2.0]
+    X = onp.stack([p.x0 + sign * c * step * v for c in offsets for sign in (1.0, -1.0)])
     Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
     with onp.errstate(all="ignore"):
-        d1 = (Y[0] - Y[1]) / (2 * step)
-        d2 = (Y[2] - Y[3]) / (4 * step)
-    return d1, onp.abs(d1 - d2)
+        D = onp.stack([(Y[2 * k] - Y[2 * k + 1]) / (2 * c * step) for k, c in enumerate(offsets)])
+        near = D[: len(MULTIPLES)]
+        mean = near.mean(axis=0)
+        err = (near.max(axis=0) - near.min(axis=0)) + onp.abs(D[0] - D[-1])
+    return mean, err

@@ -1,0 +1,110 @@
+"""Verdicts on torch functions that round an intermediate to a narrow format and go on
+in float64 (``exp(tanh(x @ W).half().double())``, a float64 loss of a half model's
+output), right and wrong, and on casts that round a value to a constant while AD passes
+a derivative through.
+
+    python bench/cast_stairs.py [--seeds 4]
+
+Each cell counts passed / failed / inconclusive over seeds, per mode. A right
+derivative FAILED is a false alarm; a wrong one not FAILED is a miss. The last
+column counts "not linear in its cotangent / tangent" entries over all checks of the
+row: a cast's backward rounds its seed, which is no nonlinear rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _util import table  # noqa: E402
+
+import gradexplorer as gx  # noqa: E402
+
+MODES = ("full", "fast")
+
+
+def _bad_exp(torch, scale: float):
+    class BadExp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, h):
+            y = torch.exp(h)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            d = (g * y).clone()
+            d.view(-1)[1] *= scale
+            return d
+
+    return BadExp.apply
+
+
+def cases(torch) -> list:
+    gen = np.random.default_rng(0)
+    W = torch.tensor(gen.standard_normal((4, 3)))
+    t = torch.tensor(gen.standard_normal((2, 3)))
+
+    def h(x, dt=torch.float16):
+        return torch.tanh(x @ W).to(dt).double()
+
+    out = [
+        ("sum(h16²)", "right", lambda x: (h(x) ** 2).sum()),
+        ("mse(h16, t)", "right", lambda x: ((h(x) - t) ** 2).mean()),
+        ("sum(exp(h16))", "right", lambda x: torch.exp(h(x)).sum()),
+        ("exp(h16)", "right", lambda x: torch.exp(h(x))),
+        ("h16 @ t.T", "right", lambda x: h(x) @ t.T),
+        ("mse(h_bf16, t)", "right", lambda x: ((h(x, torch.bfloat16) - t) ** 2).mean()),
+        ("mse(h32, t)", "right", lambda x: ((h(x, torch.float32) - t) ** 2).mean()),
+    ]
+    for scale in (1.1, 2.0):
+        bad = _bad_exp(torch, scale)
+        out += [
+            ("exp(h16)", f"one entry x{scale}", lambda x, bad=bad: bad(h(x))),
+            ("mse(exp(h16), t)", f"one entry x{scale}",
+             lambda x, bad=bad: ((bad(h(x)) - t) ** 2).mean()),
+        ]  # fmt: skip
+    out += [
+        ("(1e-9·x).half()", "AD nonzero, f flat", lambda x: (1e-9 * x).half().double()),
+        ("(1e-50·x).float()", "AD nonzero, f flat", lambda x: (1e-50 * x).float().double()),
+        ("(1 + 1e-3·x).bfloat16()", "AD nonzero, f flat",
+         lambda x: (1 + 1e-3 * x).bfloat16().double()),
+    ]  # fmt: skip
+    return out
+
+
+def rows(seeds: int) -> list:
+    import torch
+
+    out = []
+    for name, derivative, f in cases(torch):
+        cells, linear = [], 0
+        for mode in MODES:
+            counts = {"P": 0, "F": 0, "I": 0}
+            for s in range(seeds):
+                x = torch.tensor(np.random.default_rng(s).standard_normal((2, 4)))
+                r = gx.check_grads(f, x, mode=mode, rng=s)
+                counts[r.outcome.name[0]] += 1
+                linear += sum(e.kind is gx.Comparison.LINEARITY for e in r.mismatches)
+            cells.append(" / ".join(str(counts[k]) for k in "PFI"))
+        out.append((name, derivative, *cells, linear))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=4)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    headers = ("function", "derivative", "full P / F / I", "fast P / F / I", "'not linear'")
+    print(table(rows(args.seeds), headers))
+
+
+if __name__ == "__main__":
+    main()
