@@ -28,25 +28,9 @@ import gradexplorer as gx  # noqa: E402
 MODES = ("full", "fast")
 
 
-def _bad_exp(torch, scale: float):
-    class BadExp(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, h):
-            y = torch.exp(h)
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, g):
-            (y,) = ctx.saved_tensors
-            d = (g * y).clone()
-            d.view(-1)[1] *= scale
-            return d
-
-    return BadExp.apply
-
-
 def cases(torch) -> list:
+    from gradexplorer.gallery.mixed_torch import planted_exp
+
     gen = np.random.default_rng(0)
     W = torch.tensor(gen.standard_normal((4, 3)))
     t = torch.tensor(gen.standard_normal((2, 3)))
@@ -64,7 +48,7 @@ def cases(torch) -> list:
         ("mse(h32, t)", "right", lambda x: ((h(x, torch.float32) - t) ** 2).mean()),
     ]
     for scale in (1.1, 2.0):
-        bad = _bad_exp(torch, scale)
+        bad = planted_exp(scale)
         out += [
             ("exp(h16)", f"one entry x{scale}", lambda x, bad=bad: bad(h(x))),
             ("mse(exp(h16), t)", f"one entry x{scale}",

@@ -1,6 +1,6 @@
 """Torch functions that compute in a narrow format inside float64 code, each with a
 custom backward that can be planted wrong at one entry (importing this module imports
-torch). Tests and ``bench/mixed_precision.py`` check them.
+torch). Tests, ``bench/mixed_precision.py`` and ``bench/cast_stairs.py`` check them.
 
 >>> import torch
 >>> x = torch.ones(3, 6, dtype=torch.float64)
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-__all__ = ["sin3", "scaled_layer", "gelu_layer"]
+__all__ = ["sin3", "scaled_layer", "gelu_layer", "planted_exp"]
 
 
 def _weights(seed: int, *shape: int) -> torch.Tensor:
@@ -87,3 +87,25 @@ def gelu_layer(off: float, dtype: torch.dtype = torch.float16) -> Callable:
             return d.double()
 
     return GeluLayer.apply
+
+
+def planted_exp(scale: float = 1.0, at: int = 1) -> Callable:
+    """``exp`` in float64 whose backward multiplies the gradient of element ``at`` by
+    ``scale`` (1: right). Fed a float16-rounded intermediate, ``planted_exp(2.0)(
+    torch.tanh(x @ W).half().double())``, it is a wrong rule on a staircase in x."""
+
+    class PlantedExp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, h):
+            y = torch.exp(h)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            d = (g * y).clone()
+            d.view(-1)[at] *= scale
+            return d
+
+    return PlantedExp.apply
