@@ -86,7 +86,7 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
     col_eps = eps.max(axis=0)
     lin_ratio, lin_rel, pairs = linearity_gap(vjp, m, n, opts.gen, y.dtype, col_eps)
     exact = rule_exactness(lin_ratio, lin_rel, pairs, col_eps, p.narrow_format, p.cols, rule=vjp)
-    fmt, precision = exact.fmt, exact.precision
+    fmt, precision = exact.fmt, exact.entry_precision
     # a rule computing in a narrow format disagrees with itself by its rounding
     rounding = 256 * col_eps if fmt is None else NARROW_SCATTER_ULPS * fmt.eps
     suspect = lin_ratio > 1 if fmt is None else lin_rel > rounding
@@ -99,7 +99,7 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
             )
         suspect |= unit_gap > 1
         probes.append((u, ru, uA))
-    if precision:
+    if exact.precision:
         notes.append(precision_note(opts.rule_name, "cotangent", exact))
     jitter, jitter_rel, jitter_note = backward_spread(p, tr, vjp, opts.gen)
     if jitter_note:

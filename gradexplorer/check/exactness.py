@@ -50,13 +50,21 @@ class Exactness:
     cause: Cause = Cause.EXACT
     where: onp.ndarray | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def entry_precision(self) -> float:
+        """The precision of the Jacobian's entries, which come from unit seeds: a rule
+        that rounds its argument to a format (:attr:`Cause.ARGUMENT`) is exact at
+        them (every format holds 1), and only its value at other seeds is not."""
+        return 0.0 if self.cause is Cause.ARGUMENT else self.precision
+
     def per_coordinate(self) -> float | onp.ndarray:
-        """The precision of each coordinate of the rule's value (one float: all alike).
+        """The precision of each coordinate of the entries (one float: all alike).
 
         >>> Exactness(1e-3, where=onp.array([True, False])).per_coordinate().tolist()
         [0.001, 0.0]
         """
-        return self.precision if self.where is None else self.precision * self.where
+        p = self.entry_precision
+        return p if self.where is None else p * self.where
 
 
 def rule_exactness(
@@ -120,10 +128,11 @@ def precision_note(rule: str, what: str, exact: Exactness) -> str:
     precision, fmt = exact.precision, exact.fmt
     if exact.cause is Cause.ARGUMENT:
         return (
-            f"the {rule} rounds its {what} to {fmt.name} (a cast's {rule} does: f casts a "
-            f"value to {fmt.name} and goes on): it is linear at {what}s {fmt.name} holds "
-            f"exactly, and off by ~{precision:.0e} (relative) at others, so it is judged to "
-            f"that, relative to the size of the Jacobian around{_which(exact, what)}."
+            f"the {rule} rounds its {what} to {fmt.name}, as a cast's does (its value is "
+            f"the same at a {what} and at that {what} rounded to {fmt.name}): off by "
+            f"~{precision:.0e} (relative) at random {what}s, which is no nonlinear rule, "
+            f"and exact at the unit {what}s the Jacobian's entries come from, which are "
+            "judged to float64's precision."
         )
     if fmt is not None and exact.cause is Cause.VALUES:
         return (

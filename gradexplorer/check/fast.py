@@ -20,7 +20,7 @@ from ..fd.noise import probe_noise
 from ..fd.reasons import Unresolvable
 from .determinism import backward_spread
 from .diagnosis import empty_report
-from .exactness import precision_note, rule_exactness
+from .exactness import Cause, precision_note, rule_exactness
 from .fastctx import Along, FastContext, allowed
 from .fastlinearity import nonlinear_jvp_rows, nonlinear_vjp_columns
 from .full import full_check
@@ -56,11 +56,7 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
     entries, precision, slack = _linearity(ctx, opts)
     failing, unresolved = None, 0
     if ctx.mixed_precision and _affordable(p):
-        entries += _fall_back(
-            ctx, p, opts,
-            "the VJP computes in a narrow format in some input coordinates and not in "
-            "others, which every projection mixes",
-        )  # fmt: skip
+        entries += _fall_back(ctx, p, opts, ctx.mixed_precision)
     else:
         failing, unresolved, forward_entries = _project(ctx, U, y0_ext, precision, slack, opts)
         entries += forward_entries
@@ -200,11 +196,12 @@ def _linearity(ctx: FastContext, opts: Options):
         ctx.rtol = max(ctx.rtol or 0.0, precision + slack, RTOL_ULPS * float(ctx.col_eps.max()))
         ctx.notes.append(precision_note("VJP", "cotangent", exact))
         lin = onp.zeros_like(lin)
-        ctx.mixed_precision = exact.where is not None
+        ctx.mixed_precision = _mixed(exact)
         if ctx.mixed_precision and not _affordable(ctx.p):
             ctx.notes.append(
-                "a projection mixes every input coordinate, so here all are judged to that "
-                "precision; mode='full' on a part of the inputs judges each to its own."
+                f"{ctx.mixed_precision}: too large to fall back on the full check, so here "
+                "every entry is judged to that precision; mode='full' on a part of the "
+                "inputs judges each to its own."
             )
     entries: list[Entry] = []
     # a rule that ignores its cotangent is off by far more than round-off (which a
@@ -221,6 +218,21 @@ def _linearity(ctx: FastContext, opts: Options):
             )
     ctx.linear = not suspects.size  # the row search may subtract VJPs only if they are linear
     return entries, precision, slack
+
+
+def _mixed(exact) -> str:
+    """Why a rule's precision cannot be judged through projections (empty: it can)."""
+    if exact.cause is Cause.ARGUMENT:
+        return (
+            "the VJP rounds its cotangent, so a projection's random cotangent carries a "
+            "rounding the Jacobian's entries (unit cotangents) do not"
+        )
+    if exact.where is not None:
+        return (
+            "the VJP computes in a narrow format in some input coordinates and not in "
+            "others, which every projection mixes"
+        )
+    return ""
 
 
 def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):

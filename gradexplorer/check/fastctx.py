@@ -56,8 +56,9 @@ class FastContext:
     linear: bool = True
     #: the search found more than its budget: more wrong entries may remain
     capped: bool = False
-    #: the rule computes in a narrow format in some input coordinates only
-    mixed_precision: bool = False
+    #: why projections cannot be judged entry by entry here (the full check then is,
+    #: where affordable): a precision that differs by coordinate, or by seed
+    mixed_precision: str = ""
     #: f's rows followed by its projections (the projections measured as outputs)
     ext: Callable | None = None
     #: the full check the search fell back on, if it did (its unresolved entries and

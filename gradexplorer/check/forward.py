@@ -73,7 +73,7 @@ def judge_forward(
     exact = rule_exactness(
         jvp_ratio, jvp_rel, probes, eps.max(axis=1), p.narrow_format, p.rows, rule=jvp
     )
-    own, fmt = exact.precision, exact.fmt
+    own, fmt = exact.entry_precision, exact.fmt
     own_rows = exact.per_coordinate()  # the JVP's coordinates are f's rows
     precision = onp.maximum(
         own_rows if onp.ndim(own_rows) == 0 else own_rows[:, None],
@@ -82,7 +82,7 @@ def judge_forward(
     # (a solver's error grows with f's unevenness; a narrow format's rounding does not)
     adaptive = (own > 0 and fmt is None) or (bool(fwd.fallback_ops) and rev.adaptive)
     rtol = onp.maximum(jd.rtol, precision)
-    if own and not rev.precision:
+    if exact.precision and not rev.precision:
         notes.append(precision_note("JVP", "tangent", exact))
     allowance = jd.atol + jd.wobble + scale_allowance(precision, onp.abs(J), N)
     if adaptive:
@@ -114,7 +114,16 @@ def judge_forward(
             "is right: a JVP rule (defjvp, custom_jvp, a Function's jvp) is wrong."
         )
     entries += _nonlinear_jvp(
-        p, jvp_ratio, probes, N, E, rtol, jd.atol, jd.wobble, float(onp.max(precision)), notes
+        p,
+        jvp_ratio,
+        probes,
+        N,
+        E,
+        rtol,
+        jd.atol,
+        jd.wobble,
+        max(float(onp.max(precision)), exact.precision),
+        notes,
     )
     if fwd.fallback_ops:
         ops = fwd.fallback_ops

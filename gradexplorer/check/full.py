@@ -6,8 +6,8 @@
 3. :func:`~.estimates.fd_stage` — finite differences of every column, with
    errors, reasons, and one-sided derivatives at kinks;
 4. :func:`~.judging.judge_stage` — every entry's verdict;
-5. :func:`~.kinks.find_jumps` and :func:`~.kinks.settle_kinks` — where f is
-   not continuous or not differentiable, the verdicts there;
+5. :func:`~.flats.mark_flats` and :func:`~.kinks.settle_kinks` — where f is
+   flat, on stairs, not continuous or not differentiable, the verdicts there;
 6. linearity (:mod:`.linearity`) and forward mode (:func:`~.forward.judge_forward`);
 7. :func:`settle_with_taylor` — the Taylor test on blocks finite differences
    left mostly unresolved; :func:`~.diagnosis.inconclusive_reason`;
@@ -20,8 +20,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as onp
 
-from ..fd.formats import BFLOAT16
-from ..fd.reasons import Unresolvable
 from .analytic import Reverse, reverse_stage
 from .diagnosis import (
     INCONCLUSIVE_BLOCK,
@@ -34,16 +32,16 @@ from .diagnosis import (
 )
 from .entries import entries_where, make_entry
 from .estimates import Estimates, fd_stage
+from .flats import flat_notes, mark_flats, stair_heights
 from .forward import forward_stage, judge_forward
-from .judging import FD_SAFETY, Judgement, judge_stage
-from .kinks import KinkProbe, find_jumps, flat_to_the_limit, least_change, settle_kinks
+from .judging import Judgement, judge_stage
+from .kinks import KinkProbe, settle_kinks
 from .linearity import nonlinear_vjp
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
-from .stairs import across_stairs
 from .taylor import Convergence, TaylorResult, taylor_blocks
-from .verdicts import Comparison, Verdict, failing_verdict
+from .verdicts import Comparison, Verdict
 
 __all__ = ["full_check", "settle_with_taylor", "assemble"]
 
@@ -70,7 +68,7 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     jd = judge_stage(p, rev, est, opts)
     found = _Found(notes=list(rev.notes) + ([fwd.note] if fwd.note else []))
     found.nfev, found.ngrad = est.nfev, rev.ngrad + fwd.passes + jd.ngrad
-    found.nfev += _mark_jumps(p, est, jd, rev.A)
+    found.nfev += mark_flats(p, est, jd, rev.A)
     probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts), opts.gen)
     settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe)
     found.mismatches += nonlinear_vjp(p, rev, est, jd, opts, found.notes)
@@ -80,112 +78,8 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
         found.notes += fwd.notes
         found.ngrad += ngrad
     found.nfev += probe.nfev
-    settle_with_taylor(p, rev.A, est, jd.verdicts, opts, found, _stair_heights(p, jd))
+    settle_with_taylor(p, rev.A, est, jd.verdicts, opts, found, stair_heights(p, jd))
     return assemble(p, opts, rev, est, jd, fwd.J, found)
-
-
-def _mark_jumps(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int:
-    """Entries at a jump of f get the verdict JUMP (no derivative to compare). Where
-    the analytic side and the finite differences disagree on whether f moves at all
-    (one says 0), f is looked at closely: exactly flat at x (a staircase whose stairs
-    are narrower than the step, ``round(x, 3)``), its derivative there is 0, to
-    within the last bit of f over the closest step, and the entry is judged so."""
-    failing = _failing(jd.verdicts)
-    unresolved = jd.verdicts == Verdict.UNRESOLVABLE.code
-    never = unresolved & (jd.reasons == Unresolvable.NEVER_SETTLED)
-    # passed only within a wide FD error, though the samples did not move and the rule
-    # says f does, by more than its round-off (a flat stair seen coarsely)
-    with onp.errstate(invalid="ignore"):
-        moves = onp.abs(onp.real(A)) > jd.allowance
-        vague = (jd.verdicts == Verdict.RIGHT.code) & (est.N == 0) & moves & (jd.E > 0)
-    # on a staircase too coarse for the step, an entry whose samples never moved where
-    # the rule says f does: f may be exactly constant along that input (a rule ignoring
-    # its cotangent fills entries f does not depend on), which the quanta do not excuse
-    still = unresolved & (jd.reasons == Unresolvable.STAIRCASE) & (est.N == 0) & moves
-    jumps, flats, nfev = find_jumps(p, onp.argwhere(failing | never | vague | still), est)
-    magnitude = onp.fmax(onp.abs(est.y0), est.noise.scale)
-    for i, j in jumps:
-        jd.verdicts[i, j] = Verdict.JUMP.code
-        jd.reasons[i, j] = Unresolvable.JUMP
-        jd.V[i, j] = 0.0
-    jd.jumps.update(jumps)
-    least = least_change(p, est)
-    narrow: dict = {}  # flat cells whose stairs end within reach: judged across them
-    for (i, j), step in flats.items():
-        if (i, j) in jumps:
-            continue
-        # unchanged over x ± step (the widest seen): |f'| <= its least change / step: an
-        # ulp of f, or the quantum of the staircase f moves on (cancellation: (1e12 x +
-        # sin x) - 1e12 x moves in quanta of 0.25, flat over a step where cos x is not 0)
-        change = float(least[i, j])
-        within = not flat_to_the_limit(step, p.x0[j])
-        if still[i, j]:
-            # a stair's height need not be the quantum the samples show (float16's
-            # ulp of h in h·w, a float64 w); where f stays flat as far as it was
-            # followed, it ignores x there, up to the coarsest format's rounding
-            if within:
-                narrow[(i, j)] = step
-                continue
-            change = max(change, BFLOAT16.eps * float(magnitude[i]))
-        local = max(change, onp.finfo(float).tiny) / step
-        a = float(onp.real(A[i, j]))
-        sharper = est.N[i, j] == 0 and jd.E[i, j] <= local  # the differences' 0 stands
-        V = jd.V[i, j] if sharper else abs(a) / (FD_SAFETY * local + float(jd.allowance[i, j]))
-        if V > 1 and within:
-            # nonzero against a stair's flat, though f moves soon after: an ulp of f
-            # is no stair's height (f rounds an intermediate, then goes on in float64)
-            narrow[(i, j)] = step
-        if not sharper:
-            _judge_flat(jd, est, (i, j), a, 0.0, local, V)
-    # the differences read 0 where the rule says f moves, and f is not flat either side
-    # of x: x is near a stair's edge (the differences shrank onto the stair)
-    base = p.steps("forward")
-    for i, j in onp.argwhere(failing & (est.N == 0)):
-        if (i, j) not in jumps and (i, j) not in flats:
-            narrow[(int(i), int(j))] = 32.0 * float(base[j])  # changes by 64 steps
-    # an output on stairs along some inputs is on them along all: its other failing
-    # entries' differences knew no stair height (the values lie on no grid), so they
-    # are judged across the stairs too
-    stairs_rows = {i for i, _ in narrow}
-    for i, j in onp.argwhere(failing):
-        if int(i) in stairs_rows and (i, j) not in jumps:
-            narrow.setdefault((int(i), int(j)), 32.0 * float(base[j]))
-    return nfev + _judge_across(p, est, jd, A, narrow)
-
-
-def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: float, V: float):
-    """Entry ij judged against ``n ± err`` (f's slope where it is flat, or across
-    its stairs), with violation V."""
-    est.N[ij], jd.E[ij], jd.V[ij] = n, err, V
-    jd.verdicts[ij] = (Verdict.RIGHT if V <= 1 else failing_verdict(a, n)).code
-    jd.reasons[ij] = 0
-    jd.flat.add(ij)
-
-
-def _judge_across(p: Problem, est: Estimates, jd: Judgement, A, narrow: dict) -> int:
-    """Flat cells whose stairs end within reach, judged against the slope across
-    many stairs (:func:`~.stairs.across_stairs`); those whose stairs are too wide
-    are unresolved (a staircase), and where f does not move within reach, the
-    verdict stands. Returns the evaluations it took."""
-    if not narrow:
-        return 0
-    measured, nfev = across_stairs(p, narrow, est.y0)
-    jd.across.update(measured)
-    for ij in (ij for ij, across in measured.items() if not across.measured):
-        # f moves within reach, in stairs too wide to measure the slope across: its
-        # flat at x says nothing of the derivative the rule gives
-        est.N[ij], jd.E[ij], jd.V[ij] = 0.0, onp.inf, onp.nan
-        jd.verdicts[ij] = Verdict.UNRESOLVABLE.code
-        jd.reasons[ij] = Unresolvable.STAIRCASE
-        jd.flat.discard(ij)
-    for ij, across in measured.items():
-        if not across.measured:
-            continue
-        a = float(onp.real(A[ij]))
-        V = abs(a - across.est) / (FD_SAFETY * across.err + float(jd.allowance[ij]))
-        _judge_flat(jd, est, ij, a, across.est, across.err, V)
-        jd.flat.discard(ij)
-    return nfev
 
 
 def _failing(verdicts: onp.ndarray) -> onp.ndarray:
@@ -194,14 +88,6 @@ def _failing(verdicts: onp.ndarray) -> onp.ndarray:
 
 def _kink_columns(est: Estimates, verdicts: onp.ndarray) -> onp.ndarray:
     return onp.flatnonzero(onp.any(est.kink | _failing(verdicts), axis=0))
-
-
-def _stair_heights(p: Problem, jd: Judgement) -> onp.ndarray:
-    """Per output, the height of the stairs it was seen on (0 where none)."""
-    heights = onp.zeros(p.m)
-    for (i, _), across in jd.across.items():
-        heights[i] = max(heights[i], across.height)
-    return heights
 
 
 def settle_with_taylor(
@@ -286,7 +172,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     at_kink = (verdicts == Verdict.RIGHT_AT_KINK.code) | (verdicts == Verdict.JUMP.code)
     kinks = entries_where(at_kink, **common, verdicts=verdicts, reasons=jd.reasons, sides=sides)
     kinks = [_with_jump(e, jd.jumps) for e in kinks]
-    notes = list(found.notes) + _count_notes(unresolved, kinks) + _flat_notes(p, jd)
+    notes = list(found.notes) + _count_notes(unresolved, kinks) + flat_notes(p, jd)
     kink_rows = frozenset(e.row for e in kinks)
     notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)
     notes += diagnose_pattern(A, N, V, p.cols) + domain_notes(p) + list(p.extra_notes)
@@ -336,38 +222,6 @@ def _with_jump(e: Entry, jumps: dict) -> Entry:
         return e
     side = "right" if size > 0 else "left"
     return replace(e, detail=f"f jumps by about {abs(size):.3g} just {side} of x")
-
-
-def _flat_notes(p: Problem, jd: Judgement) -> list[str]:
-    notes = _across_notes(p, jd)
-    flat = sorted(jd.flat)
-    if not flat:
-        return notes
-    i, j = flat[0]
-    return notes + [
-        f"{len(flat)} entr{'y is' if len(flat) == 1 else 'ies are'} where f is exactly flat at "
-        f"x ({p.rows.label(i)} / {p.cols.label(j)}, ...): f does not change at all over "
-        "steps far wider than the finite differences' (it does not depend on that input "
-        "there, or sits on a stair of a staircase whose slope across stairs the finite "
-        "differences saw). There the derivative is 0 (to within f's least change over the "
-        "widest such step), and the analytic value was judged against that."
-    ]
-
-
-def _across_notes(p: Problem, jd: Judgement) -> list[str]:
-    measured = {ij: a for ij, a in jd.across.items() if a.measured}
-    if not measured:
-        return []
-    (i, j), first = min(measured.items())
-    count = len(measured)
-    return [
-        f"{count} entr{'y' if count == 1 else 'ies'} the finite differences read as 0 "
-        f"where the rule does not ({p.rows.label(i)} / {p.cols.label(j)}, ...) were measured "
-        f"again over a wider step (~{first.step:.1g} there): f that rounds something to a "
-        "narrow format on the way (a cast to float16, a float32 accumulator) is a staircase, "
-        "flat at x, and the slope across many of its stairs is the derivative the rule "
-        "computes. Each is judged against that, to within the stairs' height over the step."
-    ]
 
 
 def _count_notes(unresolved: list, kinks: list) -> list[str]:

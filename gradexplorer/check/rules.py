@@ -195,34 +195,38 @@ def rule_format(probes: tuple, eps: onp.ndarray | float) -> Format | None:
     return values_format(vals, float(onp.max(eps)))
 
 
-#: Rounding u, v and their sum to a format moves a linear rule's gap by about half an
-#: eps of it (relative): twice that still reads as that format, not a coarser one.
-ROUNDED_ARGUMENT_ULPS = 2.0
-
-
 def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
     """The narrow format a rule rounds its argument to, where that is all that makes it
     nonlinear: the backward of a cast (``h(x).half()``) rounds the cotangent to
     float16 and goes on in float64, so ``rule(a·u + b·v)`` differs from ``a·rule(u) +
-    b·rule(v)`` by float16's rounding of u, v and their sum, and by nothing at
-    arguments every narrow format holds exactly (small integers, and their sum
-    with weights 3/4 and -5/4: quarters below 16). The finest format whose rounding
-    covers the gap shown (``rel``, :func:`linearity_gap`) within
-    :data:`ROUNDED_ARGUMENT_ULPS` of its eps; None where the gap
-    stays at such arguments too (a rule that ignores or misuses its argument).
+    b·rule(v)`` by float16's rounding of u, v and their sum. Such a rule gives the
+    same value, bit for bit, at u and at u rounded to the format (the coarsest format
+    that does is the one), and is linear at arguments every narrow format holds
+    exactly (small integers, and their sum with weights 3/4 and -5/4: quarters below
+    16), which a rule that misuses its argument (``abs(g)``, ``sign(g)``) is not. None
+    where either fails, or the gap is an offset (``rule(0) != 0``).
 
-    >>> u = onp.array([0.3, -1.1, 0.7])
     >>> rule = lambda g: 1e-9 * onp.asarray(g, onp.float16).astype(float)
     >>> ratio, rel, probes = linearity_gap(rule, 3, 3, onp.random.default_rng(0), float, 2.0**-52)
     >>> argument_rounding(rule, probes, ratio, rel, 2.0**-52).name
     'float16'
-    >>> argument_rounding(onp.abs, probes, ratio, rel, 2.0**-52) is None
+    >>> argument_rounding(onp.sign, probes, ratio, rel, 2.0**-52) is None
     True
     """
     shown = (ratio > 1) & onp.isfinite(rel)
-    if not shown.any():
+    if not shown.any() or not onp.all(onp.isfinite(ratio)):
         return None
-    u0 = onp.asarray(probes[0][0])
+    u0, r0 = (onp.asarray(a) for a in probes[0])
+    fmt = next(
+        (
+            f
+            for f in sorted(FORMATS, key=lambda f: -f.eps)
+            if f.eps > float(onp.max(eps)) and _same(rule(f.round(u0).astype(u0.dtype)), r0)
+        ),
+        None,
+    )
+    if fmt is None:
+        return None
     gen = onp.random.default_rng(u0.size)
     u = (gen.integers(1, 9, u0.size) * gen.choice([-1.0, 1.0], u0.size)).astype(u0.dtype)
     v = (-onp.sign(u) * gen.integers(1, 9, u0.size)).astype(u0.dtype)
@@ -230,12 +234,13 @@ def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
     ru, rv, ruv = rule(u), rule(v), rule(a * u + b * v)
     gap = onp.abs(ruv - (a * ru + b * rv))
     size = onp.abs(a * ru) + onp.abs(b * rv) + onp.abs(ruv)
-    if not onp.all(gap <= LINEARITY_ULPS * eps * size):
-        return None
-    scatter = float(onp.max(rel[shown]))
-    fitting = [f for f in FORMATS if f.eps > float(onp.max(eps))]
-    fitting = [f for f in fitting if scatter <= ROUNDED_ARGUMENT_ULPS * f.eps]
-    return min(fitting, key=lambda f: f.eps) if fitting else None
+    return fmt if onp.all(gap <= LINEARITY_ULPS * eps * size) else None
+
+
+def _same(a, b) -> bool:
+    """Equal bit for bit where finite, NaN where NaN."""
+    a, b = onp.asarray(a), onp.asarray(b)
+    return a.shape == b.shape and bool(onp.all((a == b) | (onp.isnan(a) & onp.isnan(b))))
 
 
 def solver_slack(noise: NoiseModel) -> onp.ndarray:

@@ -48,7 +48,9 @@ class Across:
         return bool(onp.isfinite(self.err))
 
 
-def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
+def across_stairs(
+    p: Problem, cells: dict, y0: onp.ndarray, *, flat_first: bool = False
+) -> tuple[dict, int]:
     """``{(i, j): Across}`` for the cells ``{(i, j): reach}`` (f flat over x ± reach
     along input j, or just short of it) whose stairs end within reach of x on both
     sides (:func:`~.kinks.reach_limit`), unmeasured (:attr:`Across.measured`) where
@@ -56,7 +58,8 @@ def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
     evaluations it took. A cell where f does not move within reach is left out: it is
     flat there. The stair's width is
     where f first changes, doubling the step from the reach; its height, the change
-    there."""
+    there. ``flat_first``: only where f is flat at the first step on one side at least
+    (f shown to sit on a stair, not merely read 0)."""
     out: dict = {}
     nfev = 0
     by_column: dict[int, list] = {}
@@ -66,21 +69,30 @@ def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
         rows = onp.array([i for i, _ in rows_reach])
         e_j = onp.zeros(p.n)
         e_j[j] = 1.0
-        found, used = across_stairs_along(p, e_j, rows, min(r for _, r in rows_reach), y0)
+        reach = min(r for _, r in rows_reach)
+        found, used = across_stairs_along(p, e_j, rows, reach, y0, flat_first=flat_first)
         nfev += used
         out.update({(i, j): a for i, a in found.items()})
     return out, nfev
 
 
-def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, int]:
-    """:func:`across_stairs` along one direction ``v`` (n,) for ``rows``: ``{i: Across
-    or None}`` and the evaluations it took; ``reach`` and the steps are multiples of
+def across_stairs_along(
+    p: Problem, v, rows, reach: float, y0, *, flat_first: bool = False
+) -> tuple[dict, int]:
+    """:func:`across_stairs` along one direction ``v`` (n,) for ``rows``: ``{i:
+    Across}`` and the evaluations it took; ``reach`` and the steps are multiples of
     v. A coordinate direction keeps its points on x's grid."""
     v = onp.asarray(v, dtype=float)
     support = onp.flatnonzero(v)
     limit = float(onp.min(reach_limit(p.x0[support]) / onp.abs(v[support])))
     snap = _snapper(p, v, support)
-    width, height, nfev = _stair(p, v, rows, reach, y0, limit, snap)
+    first, height, nfev = _stair(p, v, rows, reach, y0, limit, snap)
+    stairs, used = _stairs_beyond(p, v, rows, first, snap(2.0 * reach), y0, snap)
+    nfev += used
+    if flat_first:
+        stairs &= onp.any(first > snap(2.0 * reach), axis=1)
+    farther = onp.nanmax(onp.where(onp.isnan(first), -onp.inf, first), axis=1)
+    width = onp.where(stairs, farther, onp.nan)
     found = onp.isfinite(width)
     if not found.any():
         return {}, nfev
@@ -140,10 +152,9 @@ def across_stairs_columns(p: Problem, columns, est, err, y0, rows=None):
 
 
 def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
-    """Per row: the step at which f first changes along v, on the side where that
-    is farther (the stair's width from x), and the largest change seen then (its
-    height), doubling the step from twice ``reach``; NaN width where it does not change
-    within ``limit``."""
+    """Per row and side (+v, -v): the step at which f first changes along v, doubling
+    the step from twice ``reach`` (NaN where it does not within ``limit``); per row,
+    the largest change seen then (the stair's height)."""
     first = onp.full((rows.size, 2), onp.nan)
     height = onp.zeros((rows.size, 2))
     h, nfev = 2.0 * reach, 0
@@ -156,7 +167,59 @@ def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
         first = onp.where(moved, step, first)
         height = onp.where(moved, onp.abs(Y - y0[rows][:, None]), height)
         h *= 2.0
-    return first.max(axis=1), height.max(axis=1), nfev
+    return first, height.max(axis=1), nfev
+
+
+#: Points sampled beyond a stair's edge, a third of its width apart: on stairs some
+#: two neighbours share a value; past a dead zone's edge (a kink) f moves at each.
+BEYOND = 9
+
+
+def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
+    """Per row, whether f goes on in stairs past the edge it first met (on the nearer
+    side: ``first`` holds the step of the first change per side, NaN where none): two
+    of :data:`BEYOND` points spaced 3/8 of that step apart share a value. A flat
+    stretch that ends in a kink (a dead zone, a clip) is no staircase: the slope
+    across it is no derivative. An edge met at the first step (``start``) is looked
+    for closer in, halving the step (a float32 staircase's stairs are that fine)."""
+    near = onp.where(onp.isnan(first), onp.inf, first)
+    side = onp.argmin(near, axis=1)  # 0: +v, 1: -v
+    edge = near[onp.arange(rows.size), side]
+    edge, nfev = _closer_edges(p, v, rows, edge, side, start, y0, snap)
+    out = onp.zeros(rows.size, bool)
+    for h, s in {(float(h), int(s)) for h, s in zip(edge, side) if onp.isfinite(h)}:
+        sign = 1.0 if s == 0 else -1.0
+        offsets = [snap(h * (1 + 3 * k / 8)) for k in range(BEYOND)]
+        X = onp.stack([p.x0 + sign * o * v for o in offsets])
+        Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
+        nfev += BEYOND
+        mine = (edge == h) & (side == s)
+        out |= mine & onp.any(Y[1:] == Y[:-1], axis=0)
+    return out, nfev
+
+
+#: Halvings of the first step an edge is looked for within.
+CLOSER = 16
+
+
+def _closer_edges(p: Problem, v, rows, edge, side, start: float, y0, snap):
+    """Edges met at the first step, halved while f still moves there (per side)."""
+    edge = edge.copy()
+    nfev = 0
+    for s in (0, 1):
+        sign = 1.0 if s == 0 else -1.0
+        live = (edge == start) & (side == s)
+        h = start
+        for _ in range(CLOSER):
+            if not live.any():
+                break
+            h = snap(h / 2)
+            Y = onp.asarray(p.batch((p.x0 + sign * h * v)[None]), dtype=float)[0, rows]
+            nfev += 1
+            flat = live & (Y == y0[rows])
+            edge = onp.where(flat, 2 * h, edge)  # moved at 2h, not at h
+            live &= ~flat
+    return edge, nfev
 
 
 #: The step's multiples the central differences are taken at: their spread is the
