@@ -86,3 +86,59 @@ def test_a_cast_rounding_the_cotangent_is_no_nonlinear_rule(name, mode):
     assert r.outcome is gx.Outcome.FAILED, str(r)
     assert not [e for e in r.mismatches if e.kind is gx.Comparison.LINEARITY], str(r)
     assert any("rounds its cotangent" in n for n in r.notes), r.notes
+
+
+# ------------------------------------------------- what a review found in the first version
+
+
+def _with_rule(forward, backward):
+    """forward(x) with the custom backward ``backward(x, g)``."""
+
+    class Rule(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return forward(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return backward(x, g)
+
+    return Rule.apply
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_rule_rounding_its_cotangent_keeps_float64_precision_at_its_entries(mode):
+    """A backward that rounds g to float16 and is off by 0.3%: its entries come from
+    unit cotangents, which float16 holds exactly, so they are judged to float64's
+    precision. The first version granted float16's to every entry and passed it."""
+    f = _with_rule(torch.sin, lambda x, g: g.half().double() * torch.cos(x) * 1.003)
+    x = torch.tensor(np.random.default_rng(0).standard_normal(6))
+    r = gx.check_grads(f, x, mode=mode, rng=0)
+    assert r.outcome is gx.Outcome.FAILED, str(r)
+    assert {(e.row, e.col) for e in r.mismatches} >= {(i, i) for i in range(6)}, str(r)
+    assert any("rounds its cotangent to float16" in n for n in r.notes), r.notes
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_straight_through_rule_inside_a_dead_zone_still_fails(mode):
+    """Soft-thresholding is flat at |x| < c and moves past it: one flat stretch that
+    ends in a kink, no staircase. A straight-through rule (g) is wrong there; the first
+    version judged it against the slope across the "stairs" and passed it."""
+    c = 2e-3
+    soft = _with_rule(lambda x: torch.sign(x) * torch.clamp(x.abs() - c, min=0), lambda x, g: g)
+    x = torch.tensor([0.0005, -0.001, 0.0015, 0.0002, 0.5, -0.7], dtype=torch.float64)
+    r = gx.check_grads(soft, x, mode=mode, rng=0)
+    assert {(e.row, e.col) for e in r.mismatches} == {(i, i) for i in range(4)}, str(r)
+
+
+def test_a_float64_input_beside_a_cast_keeps_its_sharp_verdict():
+    """y = exp(tanh(x[:2]).half()) + s(x[2:]), s's rule 3% off: y's entries along x[2:]
+    move smoothly, and are judged as any others. The first version re-judged every
+    failing entry of an output on stairs across "stairs" (a 3% error bar) and passed."""
+    s = _with_rule(lambda z: torch.sin(3 * z), lambda z, g: g * 3 * torch.cos(3 * z) * 1.03)
+    x = torch.tensor([0.3, -0.7, 0.45, -0.2], dtype=torch.float64)
+    r = gx.check_grads(lambda x: torch.exp(torch.tanh(x[:2]).half().double()) + s(x[2:]), x)
+    assert r.outcome is gx.Outcome.FAILED, str(r)
+    assert (0, 2) in {(e.row, e.col) for e in r.mismatches}, str(r)
