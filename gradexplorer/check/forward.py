@@ -99,7 +99,7 @@ def judge_forward(
     verdicts = onp.full(Vf.shape, Verdict.RIGHT.code, onp.int8)
     for i, j in onp.argwhere(Vf > 1):
         verdicts[i, j] = failing_verdict(float(onp.real(J[i, j])), N[i, j]).code
-    settle_kinks(onp.real(J), verdicts, Vf, est, rtol, allowance, probe)
+    settle_kinks(onp.real(J), verdicts, Vf, est, rtol, allowance, probe, jd.across_mask(*J.shape))
     reverse_bad = (jd.verdicts == Verdict.WRONG.code) | (jd.verdicts == Verdict.IMPRECISE.code)
     # at a jump there is no derivative to compare
     reverse_bad |= jd.verdicts == Verdict.JUMP.code

@@ -69,8 +69,9 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     found = _Found(notes=list(rev.notes) + ([fwd.note] if fwd.note else []))
     found.nfev, found.ngrad = est.nfev, rev.ngrad + fwd.passes + jd.ngrad
     found.nfev += mark_flats(p, est, jd, rev.A)
-    probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts), opts.gen)
-    settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe)
+    across = jd.across_mask(p.m, p.n)
+    probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts, across), opts.gen)
+    settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe, across)
     found.mismatches += nonlinear_vjp(p, rev, est, jd, opts, found.notes)
     if fwd.J is not None:
         entries, ngrad = judge_forward(p, rev, fwd, est, jd, probe, opts)
@@ -86,8 +87,8 @@ def _failing(verdicts: onp.ndarray) -> onp.ndarray:
     return (verdicts == Verdict.WRONG.code) | (verdicts == Verdict.IMPRECISE.code)
 
 
-def _kink_columns(est: Estimates, verdicts: onp.ndarray) -> onp.ndarray:
-    return onp.flatnonzero(onp.any(est.kink | _failing(verdicts), axis=0))
+def _kink_columns(est: Estimates, verdicts: onp.ndarray, settled: onp.ndarray) -> onp.ndarray:
+    return onp.flatnonzero(onp.any(est.kink | (_failing(verdicts) & ~settled), axis=0))
 
 
 def settle_with_taylor(

@@ -92,6 +92,13 @@ class Judgement:
     #: stairs it was judged against (or its stairs, too wide for that), ``(i, j) -> Across``
     across: dict = field(default_factory=dict)
 
+    def across_mask(self, m: int, n: int) -> onp.ndarray:
+        """The entries judged across a staircase's stairs, as an (m, n) mask."""
+        mask = onp.zeros((m, n), bool)
+        for (i, j), a in self.across.items():
+            mask[i, j] = a.measured
+        return mask
+
 
 #: A staircase whose steps span fewer quanta than this is coarse against the step.
 STAIRS_SPANNED = 100.0

@@ -232,6 +232,7 @@ def settle_kinks(
     rtol: onp.ndarray,
     allowance: onp.ndarray,
     probe: KinkProbe,
+    settled: onp.ndarray | None = None,
 ) -> onp.ndarray:
     """Give the rows of ``J`` (reverse or forward mode) where f may not be
     differentiable their verdicts at the kink, in place; returns the mask of
@@ -243,10 +244,13 @@ def settle_kinks(
     derivative is not J_fd·v) and it passes the hull test or the branch test
     (see the module's text); its failing and kink entries then become
     RIGHT_AT_KINK. A non-differentiable row that passes neither is wrong at
-    its kink entries too.
+    its kink entries too. Entries ``settled`` otherwise (judged across a staircase's
+    stairs, whose slope is no one-sided derivative) are not looked at again.
     """
     kink = est.kink
     failing = _failing(verdicts)
+    if settled is not None:
+        failing &= ~settled
     rows = onp.flatnonzero(onp.any(kink | failing, axis=1))
     changed = onp.zeros(J.shape, bool)
     if not rows.size:

@@ -153,12 +153,18 @@ def across_stairs_columns(p: Problem, columns, est, err, y0, rows=None):
 
 def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
     """Per row and side (+v, -v): the step at which f first changes along v, doubling
-    the step from twice ``reach`` (NaN where it does not within ``limit``); per row,
-    the largest change seen then (the stair's height)."""
+    the step from twice ``reach`` (NaN where it does not within ``limit``, or is back
+    at its value there); per row, the largest change seen then (the stair's height)."""
     first = onp.full((rows.size, 2), onp.nan)
     height = onp.zeros((rows.size, 2))
-    h, nfev = 2.0 * reach, 0
-    while h <= limit and onp.isnan(first).any():
+    # a side where f is back at its value as far out as the search goes is not searched
+    # (a row f does not depend on: a diagonal Jacobian's zeros)
+    far = 2.0 * reach * 2.0 ** onp.floor(onp.log2(max(limit / (2.0 * reach), 1.0)))
+    X = onp.stack([p.x0 + snap(far) * v, p.x0 - snap(far) * v])
+    Y = onp.asarray(p.batch(X), dtype=float)[:, rows].T
+    searched = Y != y0[rows][:, None]
+    h, nfev = 2.0 * reach, 2
+    while h <= limit and (onp.isnan(first) & searched).any():
         step = snap(h)
         X = onp.stack([p.x0 + step * v, p.x0 - step * v])
         Y = onp.asarray(p.batch(X), dtype=float)[:, rows].T  # (rows, sides)
