@@ -23,7 +23,7 @@ from .options import Options
 from .problem import Problem, traceable
 from .report import CheckReport, Entry, Outcome, format_fd_error, plural
 from .rules import reverse_rows, vjp_rule
-from .verdicts import Comparison, Verdict, failing_verdict
+from .verdicts import Comparison, Verdict, failing_codes, failing_verdict
 
 __all__ = [
     "WhichWrong", "CompiledEntry", "CompiledComparison", "compare_compiled", "refuse_uncompilable",
@@ -211,8 +211,10 @@ def _judged(p: Problem, r: CheckReport, Ac, opts: Options, done, gap: float) -> 
     for i, j in onp.argwhere(~same):
         verdicts[i, j] = _verdict(Ac[i, j], N[i, j], Vc[i, j], verdicts[i, j], hull.get((i, j)))
     entries = []
-    for i, j in onp.argwhere(_failing(verdicts) | _failing(r.verdicts) | (~same & onp.isnan(Vc))):
-        eager_bad, compiled_bad = _failing(r.verdicts[i, j]), _failing(verdicts[i, j])
+    for i, j in onp.argwhere(
+        failing_codes(verdicts) | failing_codes(r.verdicts) | (~same & onp.isnan(Vc))
+    ):
+        eager_bad, compiled_bad = failing_codes(r.verdicts[i, j]), failing_codes(verdicts[i, j])
         wrong = (
             WhichWrong.BOTH
             if eager_bad and compiled_bad
@@ -251,10 +253,6 @@ def _violation(Ac, r: CheckReport, rtol, atol: float) -> onp.ndarray:
         v = onp.where(allowed > 0, diff / allowed, onp.where(diff > 0, onp.inf, 0.0))
     v = onp.where(onp.isfinite(Ac), v, onp.inf)
     return onp.where(onp.isnan(own), onp.nan, v)
-
-
-def _failing(codes):
-    return (codes == Verdict.WRONG.code) | (codes == Verdict.IMPRECISE.code)
 
 
 def _verdict(ac: float, n: float, v: float, eager_code: int, one_sided) -> int:

@@ -18,7 +18,7 @@ from .judging import FD_SAFETY, Judgement
 from .kinks import find_jumps, flat_to_the_limit, least_change
 from .problem import Problem
 from .stairs import across_stairs
-from .verdicts import Verdict, failing_verdict
+from .verdicts import Verdict, failing_codes, failing_verdict
 
 __all__ = ["mark_flats", "stair_heights", "flat_notes"]
 
@@ -26,10 +26,12 @@ __all__ = ["mark_flats", "stair_heights", "flat_notes"]
 def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int:
     """Entries at a jump of f get the verdict JUMP (no derivative to compare). Where
     the analytic side and the finite differences disagree on whether f moves at all
-    (one says 0), f is looked at closely: exactly flat at x (a staircase whose stairs
-    are narrower than the step, ``round(x, 3)``), its derivative there is 0, to
-    within the last bit of f over the closest step, and the entry is judged so."""
-    failing = _failing(jd.verdicts)
+    (one says 0), f is looked at closely: exactly flat at x as far as it was
+    followed, its derivative there is 0, to within the last bit of f over the
+    closest step, and the entry is judged so; flat on a stair that ends within reach,
+    or read 0 near a stair's edge, the entry is judged against the slope across many
+    stairs (:func:`_judge_across`). Returns the evaluations it took."""
+    failing = failing_codes(jd.verdicts)
     unresolved = jd.verdicts == Verdict.UNRESOLVABLE.code
     never = unresolved & (jd.reasons == Unresolvable.NEVER_SETTLED)
     # passed only within a wide FD error, though the samples did not move and the rule
@@ -180,7 +182,3 @@ def _across_notes(p: Problem, jd: Judgement) -> list[str]:
         "flat at x, and the slope across many of its stairs is the derivative the rule "
         "computes. Each is judged against that, to within the stairs' height over the step."
     ]
-
-
-def _failing(verdicts: onp.ndarray) -> onp.ndarray:
-    return (verdicts == Verdict.WRONG.code) | (verdicts == Verdict.IMPRECISE.code)

@@ -41,7 +41,7 @@ from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
 from .taylor import Convergence, TaylorResult, taylor_blocks
-from .verdicts import Comparison, Verdict
+from .verdicts import Comparison, Verdict, failing_codes
 
 __all__ = ["full_check", "settle_with_taylor", "assemble"]
 
@@ -83,12 +83,8 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     return assemble(p, opts, rev, est, jd, fwd.J, found)
 
 
-def _failing(verdicts: onp.ndarray) -> onp.ndarray:
-    return (verdicts == Verdict.WRONG.code) | (verdicts == Verdict.IMPRECISE.code)
-
-
 def _kink_columns(est: Estimates, verdicts: onp.ndarray, settled: onp.ndarray) -> onp.ndarray:
-    return onp.flatnonzero(onp.any(est.kink | (_failing(verdicts) & ~settled), axis=0))
+    return onp.flatnonzero(onp.any(est.kink | (failing_codes(verdicts) & ~settled), axis=0))
 
 
 def settle_with_taylor(
@@ -165,7 +161,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     A, N, E, V, verdicts = rev.A, est.N, jd.E, jd.V, jd.verdicts
     sides = (est.right, est.left)
     common = dict(rows=p.rows, cols=p.cols, analytic=A, numeric=N, fd_error=E, violation=V)
-    wrong = entries_where(_failing(verdicts), **common, verdicts=verdicts) + found.mismatches
+    wrong = entries_where(failing_codes(verdicts), **common, verdicts=verdicts) + found.mismatches
     wrong.sort(key=lambda e: -e.violation if onp.isfinite(e.violation) else -onp.inf)
     unresolved = entries_where(
         verdicts == Verdict.UNRESOLVABLE.code, **common, verdicts=verdicts, reasons=jd.reasons
@@ -245,7 +241,7 @@ def _count_notes(unresolved: list, kinks: list) -> list[str]:
 
 def _worst(p, A, N, E, V, verdicts, noise) -> list[Entry]:
     """Up to ten judged entries, the closest to failing first."""
-    judged = (verdicts == Verdict.RIGHT.code) | _failing(verdicts)
+    judged = (verdicts == Verdict.RIGHT.code) | failing_codes(verdicts)
     score = onp.where(judged & onp.isfinite(V), V, -1.0)
     flat = -onp.nan_to_num(score, posinf=onp.finfo(float).max).ravel()
     # the ten smallest without sorting the whole matrix (4e6 entries at n = 2000)

@@ -34,7 +34,7 @@ from ..fd.noise import QUANTUM_STD, NoiseModel
 from ..fd.reasons import Unresolvable
 from .judging import FD_SAFETY
 from .problem import Problem
-from .verdicts import Verdict
+from .verdicts import Verdict, failing_codes
 
 __all__ = [
     "find_jumps", "least_change", "KinkProbe", "settle_kinks", "DIRECTIONS", "MORE_DIRECTIONS",
@@ -248,7 +248,7 @@ def settle_kinks(
     stairs, whose slope is no one-sided derivative) are not looked at again.
     """
     kink = est.kink
-    failing = _failing(verdicts)
+    failing = failing_codes(verdicts)
     if settled is not None:
         failing &= ~settled
     rows = onp.flatnonzero(onp.any(kink | failing, axis=1))
@@ -271,10 +271,6 @@ def settle_kinks(
     for i in rows:  # non-differentiable, and no branch found: wrong at its kinks
         _apply(i, False, J, verdicts, violation, kink, failing, est, changed)
     return changed
-
-
-def _failing(verdicts: onp.ndarray) -> onp.ndarray:
-    return (verdicts == Verdict.WRONG.code) | (verdicts == Verdict.IMPRECISE.code)
 
 
 def _row_outcome(i, J, est, kink, failing, rtol, allowance, along: _Along, probe: KinkProbe):

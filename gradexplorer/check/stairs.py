@@ -56,10 +56,9 @@ def across_stairs(
     sides (:func:`~.kinks.reach_limit`), unmeasured (:attr:`Across.measured`) where
     its stairs are too wide to span :data:`FEWEST` of them within it; and the
     evaluations it took. A cell where f does not move within reach is left out: it is
-    flat there. The stair's width is
-    where f first changes, doubling the step from the reach; its height, the change
-    there. ``flat_first``: only where f is flat at the first step on one side at least
-    (f shown to sit on a stair, not merely read 0)."""
+    flat there. The stair's width is where f first changes, doubling the step from
+    the reach; its height, the change there. ``flat_first``: only where f is flat at
+    the first step on one side at least (f shown to sit on a stair, not merely read 0)."""
     out: dict = {}
     nfev = 0
     by_column: dict[int, list] = {}

@@ -23,6 +23,7 @@ import numpy as onp
 
 __all__ = [
     "Verdict", "Comparison", "IMPRECISE_REL", "ratio_reading", "digits_right", "failing_verdict",
+    "failing_codes",
 ]  # fmt: skip
 
 
@@ -96,6 +97,15 @@ def failing_verdict(analytic: float, numeric: float) -> Verdict:
         return Verdict.WRONG
     rel = abs(analytic - numeric) / max(abs(analytic), abs(numeric))
     return Verdict.IMPRECISE if rel <= IMPRECISE_REL else Verdict.WRONG
+
+
+def failing_codes(codes):
+    """Where a matrix (or one) of verdict codes fails the check: WRONG or IMPRECISE.
+
+    >>> failing_codes(onp.array([Verdict.RIGHT.code, Verdict.WRONG.code])).tolist()
+    [False, True]
+    """
+    return (codes == Verdict.WRONG.code) | (codes == Verdict.IMPRECISE.code)
 
 
 def _clean_ratio(ratio: float) -> str | None:
