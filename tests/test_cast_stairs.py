@@ -142,3 +142,40 @@ def test_a_float64_input_beside_a_cast_keeps_its_sharp_verdict():
     r = gx.check_grads(lambda x: torch.exp(torch.tanh(x[:2]).half().double()) + s(x[2:]), x)
     assert r.outcome is gx.Outcome.FAILED, str(r)
     assert (0, 2) in {(e.row, e.col) for e in r.mismatches}, str(r)
+
+
+_GEN = np.random.default_rng(0)
+_W32, _T32 = (torch.tensor(_GEN.standard_normal(s)) for s in ((4, 3), (2, 3)))
+
+
+def _h32(x):
+    return torch.tanh(x @ _W32).float().double()
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_interleaved_float32_stairs_are_seen_as_stairs(mode):
+    """A float32 intermediate of three outputs, each on its own grid: f's stairs along
+    x[0, 2] are those of the three interleaved, narrower than the first edge f met, so
+    nine points spaced 3/8 of that edge apart all moved ("no stairs"), and the entry the
+    differences read as 0 failed (mse, in both modes). Nine finer points see them."""
+    r = gx.check_grads(lambda x: ((_h32(x) - _T32) ** 2).mean(), _x(0), mode=mode, rng=0)
+    assert r.passed, str(r)
+
+
+def test_entries_never_settled_on_stairs_are_judged_across_them():
+    """sum(exp(h32)): entries the differences read 0 but could not settle (unresolved,
+    "too uneven") were left so, and an entry of the same output read at 2.02 ± 0.11
+    (right: 1.80) failed; now they are measured across the stairs too."""
+    x = torch.tensor(np.random.default_rng(100).standard_normal((2, 4)))
+    r = gx.check_grads(lambda x: torch.exp(_h32(x)).sum(), x, mode="full", rng=0)
+    assert r.passed, str(r)
+
+
+def test_an_intermediate_rounded_to_float32_is_named_in_the_note():
+    """Its backward rounds the cotangent it passes on to float32: the rule disagrees
+    with itself by float32's rounding and scales exactly with its cotangent. It was
+    called "an adaptive or iterative backward pass" (tighten the solver's tolerance)."""
+    r = gx.check_grads(lambda x: ((_h32(x) - _T32) ** 2).mean(), _x(1), rng=1)
+    notes = " ".join(r.notes)
+    assert "rounds an intermediate to float32" in notes, r.notes
+    assert "adaptive or iterative" not in notes, r.notes

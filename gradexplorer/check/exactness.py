@@ -19,6 +19,7 @@ from .rules import (
     NARROW_SCATTER_ULPS,
     RULE_NOISE_MAX,
     argument_rounding,
+    intermediate_rounding,
     rule_format,
     rule_precision,
 )  # fmt: skip
@@ -28,13 +29,16 @@ __all__ = ["Cause", "Exactness", "rule_exactness", "precision_note"]
 
 class Cause(enum.Enum):
     """Why a rule is inexact: its values are a narrow format's numbers, f reads x
-    through one, the rule rounds its argument to one (a cast's backward), or it is
-    an adaptive computation (a solver); EXACT where it is not."""
+    through one, the rule rounds its argument to one (a cast's backward), it rounds
+    an intermediate to one (a cast on the way) or is a solver with a relative
+    tolerance, which look alike, or it is an adaptive computation (a solver); EXACT
+    where it is not."""
 
     EXACT = "exact"
     VALUES = "values"
     READING = "reading"
     ARGUMENT = "argument"
+    ROUNDING = "rounding"
     SOLVER = "solver"
 
 
@@ -43,12 +47,15 @@ class Exactness:
     """How exact a rule is: its relative ``precision`` (0: exact), the narrow
     format it computes in (None: float64's, or a solver's inexactness), and the
     ``cause`` that says so; ``where``: the coordinates of the rule's value that
-    precision is for (None: all of them)."""
+    precision is for (None: all of them); ``rounded_in``: for :attr:`Cause.ROUNDING`,
+    the format whose rounding the rule's scatter is (the rule is judged as a solver:
+    the two look alike)."""
 
     precision: float = 0.0
     fmt: Format | None = None
     cause: Cause = Cause.EXACT
     where: onp.ndarray | None = field(default=None, repr=False, compare=False)
+    rounded_in: Format | None = field(default=None, repr=False)
 
     @property
     def entry_precision(self) -> float:
@@ -103,9 +110,13 @@ def rule_exactness(
         precision = rule_precision(ratio, rel, rounds)
         return Exactness(precision, rounds, Cause.ARGUMENT, None if shown.all() else shown)
     precision = rule_precision(ratio, rel)
-    if precision or reading is None or reading.eps <= float(onp.max(eps)):
-        return Exactness(precision, cause=Cause.SOLVER if precision else Cause.EXACT)
     scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
+    if precision:
+        rounded_in = None if rule is None else intermediate_rounding(rule, probes, scatter, eps)
+        cause = Cause.SOLVER if rounded_in is None else Cause.ROUNDING
+        return Exactness(precision, cause=cause, rounded_in=rounded_in)
+    if reading is None or reading.eps <= float(onp.max(eps)):
+        return Exactness()
     if RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
         shown = _whole_leaves(onp.asarray(ratio > 1), blocks)
         precision = rule_precision(ratio, rel, reading)  # as a narrow rule's
@@ -147,6 +158,16 @@ def precision_note(rule: str, what: str, exact: Exactness) -> str:
             f"rounding: f reads x through {fmt.name}, so its derivatives compute partly in "
             f"{fmt.name} too, and it is judged to that relative to the size of the Jacobian "
             f"around{_which(exact, what)}."
+        )
+    if exact.cause is Cause.ROUNDING:
+        name = exact.rounded_in.name
+        return (
+            f"the {rule} is not exactly linear in its {what}: it disagrees with itself by "
+            f"{name}'s rounding, and scales exactly with its {what}, as a rule that rounds "
+            f"an intermediate to {name} does (a cast to {name} on the way: its backward "
+            f"rounds the {what} it passes on); a solver with a relative tolerance looks "
+            f"the same, so it is judged as one, to ~{precision:.0e} relative to the size "
+            "of the Jacobian around each entry."
         )
     return (
         f"the {rule} is not exactly linear in its {what} (as an adaptive or iterative "

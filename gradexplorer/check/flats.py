@@ -79,24 +79,27 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
         if not sharper:
             _judge_flat(jd, est, (i, j), a, 0.0, local, V)
     # the differences read 0 where the rule says f moves, and f is not flat either side
-    # of x: x is near a stair's edge (the differences shrank onto the stair)
+    # of x: x is near a stair's edge (the differences shrank onto the stair; where they
+    # never settled, the stairs' edges read as unevenness)
     base = p.steps("forward")
-    for i, j in onp.argwhere(failing & (est.N == 0)):
+    uneven = unresolved & onp.isin(
+        jd.reasons, (Unresolvable.NEVER_SETTLED, Unresolvable.TOO_UNEVEN)
+    )
+    for i, j in onp.argwhere((failing | (uneven & moves)) & (est.N == 0)):
         if (i, j) not in jumps and (i, j) not in flats:
             narrow[(int(i), int(j))] = 32.0 * float(base[j])  # changes by 64 steps
-    # an output on stairs along some inputs is on them along all: its other failing
-    # entries' differences knew no stair height (the values lie on no grid), so they
-    # are judged across the stairs too
-    stairs_rows = {i for i, _ in narrow}
+    nfev += _judge_across(p, est, jd, A, narrow)
+    # an output seen on stairs is on them along its other inputs too, where f moves in
+    # stairs along them: the differences of its other failing or unsettled entries knew
+    # no stair height (the values lie on no grid), so they are judged across the stairs
+    # too (a float64 input of the same output, along which f moves smoothly, is not)
+    stairs_rows = {i for i, _ in jd.across}
     others = {
         (int(i), int(j)): 32.0 * float(base[j])
-        for i, j in onp.argwhere(failing)
+        for i, j in onp.argwhere(failing | (uneven & moves))
         if int(i) in stairs_rows and (int(i), int(j)) not in narrow and (i, j) not in jumps
     }
-    nfev += _judge_across(p, est, jd, A, narrow)
-    # (only where f is seen to sit on a stair along that input too: a float64 input of
-    # the same output keeps its sharp verdict)
-    return nfev + _judge_across(p, est, jd, A, others, flat_first=True)
+    return nfev + _judge_across(p, est, jd, A, others)
 
 
 def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: float, V: float):
@@ -112,16 +115,14 @@ def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: floa
 KNOWN_STAIRS = 4.0
 
 
-def _judge_across(
-    p: Problem, est: Estimates, jd: Judgement, A, narrow: dict, flat_first: bool = False
-) -> int:
+def _judge_across(p: Problem, est: Estimates, jd: Judgement, A, narrow: dict) -> int:
     """Flat cells whose stairs end within reach, judged against the slope across
     many stairs (:func:`~.stairs.across_stairs`); those whose stairs are too wide
     are unresolved (a staircase), and where f does not move within reach, the
     verdict stands. Returns the evaluations it took."""
     if not narrow:
         return 0
-    measured, nfev = across_stairs(p, narrow, est.y0, flat_first=flat_first)
+    measured, nfev = across_stairs(p, narrow, est.y0)
     # stairs no taller than the least change f's differences already counted (a
     # float32 output's visible grid) were judged rightly as they were
     least = least_change(p, est)

@@ -237,6 +237,38 @@ def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
     return fmt if onp.all(gap <= LINEARITY_ULPS * eps * size) else None
 
 
+def intermediate_rounding(rule, probes: tuple, scatter: float, eps) -> Format | None:
+    """The narrow format whose rounding a rule's self-disagreement ``scatter``
+    (relative) is, where the rule scales exactly with its argument: a float64 rule
+    that rounds an intermediate to float32 on the way (the backward of
+    ``h(x).float().double()`` rounds the cotangent it passes on) gives
+    ``rule(2·u) == 2·rule(u)`` bit for bit, as every rounding to a binary format
+    commutes with doubling, and disagrees with itself by a few of that format's ulps;
+    a solver with an absolute tolerance does not scale so. The finest format whose
+    eps is within 1/64 to :data:`NARROW_SCATTER_ULPS` times the scatter; None where
+    none is, or the rule does not scale exactly.
+
+    >>> rule = lambda g: 3.0 * onp.asarray(0.1 * g, onp.float32).astype(float)
+    >>> u = onp.array([0.3, -1.7])
+    >>> scatter = 1e-7
+    >>> intermediate_rounding(rule, ((u, rule(u)),), scatter, 2.0**-52).name
+    'float32'
+    >>> intermediate_rounding(lambda g: g + 1e-7 * g**2, ((u, u + 1e-7 * u**2),), scatter, 2.0**-52)
+    """
+    fmt = next(
+        (
+            f
+            for f in sorted(FORMATS, key=lambda f: f.eps)
+            if f.eps > float(onp.max(eps)) and f.eps / 64 <= scatter <= NARROW_SCATTER_ULPS * f.eps
+        ),
+        None,
+    )
+    if fmt is None:
+        return None
+    u0, r0 = (onp.asarray(a) for a in probes[0])
+    return fmt if _same(rule(2.0 * u0), 2.0 * r0) else None
+
+
 def _same(a, b) -> bool:
     """Equal bit for bit where finite, NaN where NaN."""
     a, b = onp.asarray(a), onp.asarray(b)

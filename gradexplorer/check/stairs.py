@@ -48,17 +48,14 @@ class Across:
         return bool(onp.isfinite(self.err))
 
 
-def across_stairs(
-    p: Problem, cells: dict, y0: onp.ndarray, *, flat_first: bool = False
-) -> tuple[dict, int]:
+def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
     """``{(i, j): Across}`` for the cells ``{(i, j): reach}`` (f flat over x ± reach
     along input j, or just short of it) whose stairs end within reach of x on both
     sides (:func:`~.kinks.reach_limit`), unmeasured (:attr:`Across.measured`) where
     its stairs are too wide to span :data:`FEWEST` of them within it; and the
-    evaluations it took. A cell where f does not move within reach is left out: it is
-    flat there. The stair's width is where f first changes, doubling the step from
-    the reach; its height, the change there. ``flat_first``: only where f is flat at
-    the first step on one side at least (f shown to sit on a stair, not merely read 0)."""
+    evaluations it took. A cell where f does not move within reach, or does not go on
+    in stairs past where it first moves, is left out. The stair's width is where f
+    first changes, doubling the step from the reach; its height, the change there."""
     out: dict = {}
     nfev = 0
     by_column: dict[int, list] = {}
@@ -69,15 +66,13 @@ def across_stairs(
         e_j = onp.zeros(p.n)
         e_j[j] = 1.0
         reach = min(r for _, r in rows_reach)
-        found, used = across_stairs_along(p, e_j, rows, reach, y0, flat_first=flat_first)
+        found, used = across_stairs_along(p, e_j, rows, reach, y0)
         nfev += used
         out.update({(i, j): a for i, a in found.items()})
     return out, nfev
 
 
-def across_stairs_along(
-    p: Problem, v, rows, reach: float, y0, *, flat_first: bool = False
-) -> tuple[dict, int]:
+def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, int]:
     """:func:`across_stairs` along one direction ``v`` (n,) for ``rows``: ``{i:
     Across}`` and the evaluations it took; ``reach`` and the steps are multiples of
     v. A coordinate direction keeps its points on x's grid."""
@@ -88,8 +83,6 @@ def across_stairs_along(
     first, height, nfev = _stair(p, v, rows, reach, y0, limit, snap)
     stairs, used = _stairs_beyond(p, v, rows, first, snap(2.0 * reach), y0, snap)
     nfev += used
-    if flat_first:
-        stairs &= onp.any(first > snap(2.0 * reach), axis=1)
     farther = onp.nanmax(onp.where(onp.isnan(first), -onp.inf, first), axis=1)
     width = onp.where(stairs, farther, onp.nan)
     found = onp.isfinite(width)
@@ -178,12 +171,18 @@ def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
 #: Points sampled beyond a stair's edge, a third of its width apart: on stairs some
 #: two neighbours share a value; past a dead zone's edge (a kink) f moves at each.
 BEYOND = 9
+#: Their spacings, in units of the edge's step, each tried where the last found no
+#: stairs: where the stairs of several intermediates interleave (a float32 loss of
+#: three outputs, each on its own grid), f's stairs are that much narrower than the
+#: first edge it met, and a smooth f beyond a dead zone's edge moves at every spacing.
+FINER = (3 / 8, 3 / 32, 3 / 128)
 
 
 def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
     """Per row, whether f goes on in stairs past the edge it first met (on the nearer
     side: ``first`` holds the step of the first change per side, NaN where none): two
-    of :data:`BEYOND` points spaced 3/8 of that step apart share a value. A flat
+    of :data:`BEYOND` points spaced 3/8 of that step apart (or finer: :data:`FINER`)
+    share a value. A flat
     stretch that ends in a kink (a dead zone, a clip) is no staircase: the slope
     across it is no derivative. An edge met at the first step (``start``) is looked
     for closer in, halving the step (a float32 staircase's stairs are that fine)."""
@@ -192,14 +191,15 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
     edge = near[onp.arange(rows.size), side]
     edge, nfev = _closer_edges(p, v, rows, edge, side, start, y0, snap)
     out = onp.zeros(rows.size, bool)
-    for h, s in {(float(h), int(s)) for h, s in zip(edge, side) if onp.isfinite(h)}:
-        sign = 1.0 if s == 0 else -1.0
-        offsets = [snap(h * (1 + 3 * k / 8)) for k in range(BEYOND)]
-        X = onp.stack([p.x0 + sign * o * v for o in offsets])
-        Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
-        nfev += BEYOND
-        mine = (edge == h) & (side == s)
-        out |= mine & onp.any(Y[1:] == Y[:-1], axis=0)
+    for spacing in FINER:
+        for h, s in {(float(h), int(s)) for h, s in zip(edge[~out], side[~out]) if onp.isfinite(h)}:
+            sign = 1.0 if s == 0 else -1.0
+            offsets = [snap(h * (1 + spacing * k)) for k in range(BEYOND)]
+            X = onp.stack([p.x0 + sign * o * v for o in offsets])
+            Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
+            nfev += BEYOND
+            mine = (edge == h) & (side == s)
+            out |= mine & onp.any(Y[1:] == Y[:-1], axis=0)
     return out, nfev
 
 
