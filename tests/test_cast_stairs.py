@@ -139,9 +139,14 @@ def test_a_float64_input_beside_a_cast_keeps_its_sharp_verdict():
     failing entry of an output on stairs across "stairs" (a 3% error bar) and passed."""
     s = _with_rule(lambda z: torch.sin(3 * z), lambda z, g: g * 3 * torch.cos(3 * z) * 1.03)
     x = torch.tensor([0.3, -0.7, 0.45, -0.2], dtype=torch.float64)
-    r = gx.check_grads(lambda x: torch.exp(torch.tanh(x[:2]).half().double()) + s(x[2:]), x)
-    assert r.outcome is gx.Outcome.FAILED, str(r)
-    assert (0, 2) in {(e.row, e.col) for e in r.mismatches}, str(r)
+    # (at 1 seed in 20 the float16 rounding's scatter was small enough to be judged as a
+    # solver's, whose allowance, 8e-3 and f's unevenness, reached x[2:] too and passed)
+    for seed in range(20):
+        r = gx.check_grads(
+            lambda x: torch.exp(torch.tanh(x[:2]).half().double()) + s(x[2:]), x, rng=seed
+        )
+        assert r.outcome is gx.Outcome.FAILED, (seed, str(r))
+        assert (0, 2) in {(e.row, e.col) for e in r.mismatches}, (seed, str(r))
 
 
 _GEN = np.random.default_rng(0)
@@ -179,3 +184,25 @@ def test_an_intermediate_rounded_to_float32_is_named_in_the_note():
     notes = " ".join(r.notes)
     assert "rounds an intermediate to float32" in notes, r.notes
     assert "adaptive or iterative" not in notes, r.notes
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_wrong_rule_after_a_cast_is_not_called_nonlinear(mode):
+    """The cast's backward rounds the cotangent it passes on to float16, so the rule
+    disagrees with itself at random cotangents by that rounding; the wrong entry is the
+    doubled gradient, and "not linear in its cotangent" (21 entries over 4 fast checks) was
+    a wrong label. The note names the rounding."""
+    for seed in range(2):
+        r = gx.check_grads(WRONG["exp(h16)"], _x(seed), mode=mode, rng=seed)
+        assert r.outcome is gx.Outcome.FAILED, str(r)
+        assert not [e for e in r.mismatches if e.kind is gx.Comparison.LINEARITY], str(r)
+        assert any("rounds an intermediate to float16" in n for n in r.notes), r.notes
+
+
+def test_a_jvp_that_scales_its_tangent_then_rounds_it_is_not_called_nonlinear():
+    """(1 + 1e-3·x).bfloat16(): the cast's JVP rounds 1e-3·d to bfloat16, no nonlinear
+    rule (29 "not linear in its tangent" entries over 8 checks before)."""
+    f = lambda x: (1 + 1e-3 * x).bfloat16().double()  # noqa: E731
+    for seed in range(2):
+        r = gx.check_grads(f, _x(seed), rng=seed)
+        assert not [e for e in r.mismatches if e.kind is gx.Comparison.LINEARITY], str(r)

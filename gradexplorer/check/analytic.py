@@ -18,7 +18,7 @@ import numpy as onp
 
 from ..fd.formats import Format
 from .determinism import RUNS, backward_spread
-from .exactness import precision_note, rule_exactness
+from .exactness import Cause, precision_note, rule_exactness
 from .options import Options
 from .problem import Problem
 from .progress import analytic_ready
@@ -65,6 +65,14 @@ class Reverse:
         return bool(self.precision) and self.narrow is None
 
     @property
+    def adaptive_columns(self) -> float | onp.ndarray:
+        """1 for each column an adaptive rule's inexactness reaches (all, or those that
+        show it), else 0."""
+        if not self.adaptive:
+            return 0.0
+        return (onp.asarray(self.column_precision) > 0).astype(float)
+
+    @property
     def exact(self) -> bool:
         """Exact and repeatable: then it may stand for forward mode where the two agree."""
         return self.jitter is None and not self.precision
@@ -99,7 +107,7 @@ def reverse_stage(p: Problem, opts: Options, eps: onp.ndarray) -> Reverse:
             )
         suspect |= unit_gap > 1
         probes.append((u, ru, uA))
-    if exact.precision:
+    if exact.precision or exact.cause is Cause.ROUNDING:
         notes.append(precision_note(opts.rule_name, "cotangent", exact))
     jitter, jitter_rel, jitter_note = backward_spread(p, tr, vjp, opts.gen)
     if jitter_note:

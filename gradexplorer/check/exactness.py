@@ -111,17 +111,29 @@ def rule_exactness(
         return Exactness(precision, rounds, Cause.ARGUMENT, None if shown.all() else shown)
     precision = rule_precision(ratio, rel)
     scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
+    rounded_in = None
+    if rule is not None and scatter > 0:
+        rounded_in = intermediate_rounding(rule, probes, scatter, eps)
+    if precision and rounded_in is None:
+        return Exactness(precision, cause=Cause.SOLVER)
     if precision:
-        rounded_in = None if rule is None else intermediate_rounding(rule, probes, scatter, eps)
-        cause = Cause.SOLVER if rounded_in is None else Cause.ROUNDING
-        return Exactness(precision, cause=cause, rounded_in=rounded_in)
-    if reading is None or reading.eps <= float(onp.max(eps)):
-        return Exactness()
-    if RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
+        # an intermediate's rounding reaches the coordinates whose paths pass through
+        # it: a float64 input beside a cast keeps float64's precision
+        shown = onp.asarray(ratio > 1)
+        where = None if shown.all() else shown
+        return Exactness(precision, cause=Cause.ROUNDING, where=where, rounded_in=rounded_in)
+    reads = reading is not None and reading.eps > float(onp.max(eps))
+    if reads and RULE_NOISE_MAX < scatter <= NARROW_SCATTER_ULPS * reading.eps:
         shown = _whole_leaves(onp.asarray(ratio > 1), blocks)
         precision = rule_precision(ratio, rel, reading)  # as a narrow rule's
         return Exactness(precision, reading, Cause.READING, None if shown.all() else shown)
-    return Exactness()
+    # a float16 intermediate's rounding, too large for a solver's: judged exactly, and
+    # no nonlinear rule (the linearity checks allow it)
+    return (
+        Exactness()
+        if rounded_in is None
+        else Exactness(cause=Cause.ROUNDING, rounded_in=rounded_in)
+    )
 
 
 def _whole_leaves(shown: onp.ndarray, blocks: Blocks | None) -> onp.ndarray:
@@ -158,6 +170,14 @@ def precision_note(rule: str, what: str, exact: Exactness) -> str:
             f"rounding: f reads x through {fmt.name}, so its derivatives compute partly in "
             f"{fmt.name} too, and it is judged to that relative to the size of the Jacobian "
             f"around{_which(exact, what)}."
+        )
+    if exact.cause is Cause.ROUNDING and not precision:
+        name = exact.rounded_in.name
+        return (
+            f"the {rule} disagrees with itself by {name}'s rounding and scales exactly with "
+            f"its {what}, as a rule that rounds an intermediate to {name} does (a cast to "
+            f"{name} on the way: its backward rounds the {what} it passes on), which is no "
+            "nonlinear rule."
         )
     if exact.cause is Cause.ROUNDING:
         name = exact.rounded_in.name

@@ -203,6 +203,10 @@ def _linearity(ctx: FastContext, opts: Options):
                 "every entry is judged to that precision; mode='full' on a part of the "
                 "inputs judges each to its own."
             )
+    rounding = exact.cause is Cause.ROUNDING and not precision
+    if rounding:  # a float16 intermediate's rounding: no nonlinear rule
+        ctx.notes.append(precision_note("VJP", "cotangent", exact))
+        lin = onp.zeros_like(lin)
     entries: list[Entry] = []
     # a rule that ignores its cotangent is off by far more than round-off (which a
     # small difference of large terms can push past the linearity allowance in a
@@ -216,7 +220,8 @@ def _linearity(ctx: FastContext, opts: Options):
                 f"{'y' if len(entries) == 1 else 'ies'} ({entries[0].label.split(' / ')[1]}, "
                 "...): a rule that ignores its cotangent g, or adds a term not multiplied by g."
             )
-    ctx.linear = not suspects.size  # the row search may subtract VJPs only if they are linear
+    # the row search may subtract VJPs only if they are linear
+    ctx.linear = not suspects.size and not rounding
     return entries, precision, slack
 
 

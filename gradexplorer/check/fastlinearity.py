@@ -12,7 +12,7 @@ import numpy as onp
 
 from ..fd.directional import directional_derivatives, exact_steps
 from .entries import make_entry
-from .exactness import rule_exactness
+from .exactness import Cause, rule_exactness
 from .fastctx import Along, FastContext, allowed
 from .report import Entry
 from .rules import linearity_gap
@@ -64,7 +64,7 @@ def nonlinear_jvp_rows(ctx: FastContext, jd: Along, jv: onp.ndarray, gen) -> lis
     exact = rule_exactness(
         ratio, rel, probes, ctx.row_eps, ctx.p.narrow_format, ctx.p.rows, rule=ctx.jvp
     )
-    if exact.precision or not onp.any(ratio > 1):
+    if exact.precision or exact.cause is Cause.ROUNDING or not onp.any(ratio > 1):
         return []
     rt = ctx.rtol_rows()
     out = []

@@ -16,7 +16,7 @@ import numpy as onp
 from .analytic import Reverse
 from .entries import make_entry
 from .estimates import Estimates
-from .exactness import precision_note, rule_exactness
+from .exactness import Cause, precision_note, rule_exactness
 from .judging import Judgement, judge
 from .kinks import KinkProbe, settle_kinks
 from .options import Options
@@ -27,6 +27,7 @@ from .rules import (
     forward_columns,
     jvp_rule,
     linearity_gap,
+    nonlinearity_explains,
     scale_allowance,
     solver_slack,
 )
@@ -82,12 +83,13 @@ def judge_forward(
     # (a solver's error grows with f's unevenness; a narrow format's rounding does not)
     adaptive = (own > 0 and fmt is None) or (bool(fwd.fallback_ops) and rev.adaptive)
     rtol = onp.maximum(jd.rtol, precision)
-    if exact.precision and not rev.precision:
+    if (exact.precision or exact.cause is Cause.ROUNDING) and not rev.precision:
         notes.append(precision_note("JVP", "tangent", exact))
     allowance = jd.atol + jd.wobble + scale_allowance(precision, onp.abs(J), N)
     if adaptive:
         slack = solver_slack(est.noise)[:, None]
-        allowance = allowance + scale_allowance(1.0, onp.abs(J), N) * slack
+        reach = (onp.asarray(precision) > 0).astype(float)  # the rows it reaches
+        allowance = allowance + scale_allowance(reach, onp.abs(J), N) * slack
     Vf = judge(J, N, E, rtol, allowance)
     more = onp.setdiff1d(onp.flatnonzero(onp.any(Vf > 1, axis=1)), jd.wobble_rows)
     if more.size:  # the same round-off allowance, for rows only forward mode fails
@@ -115,6 +117,7 @@ def judge_forward(
         )
     entries += _nonlinear_jvp(
         p,
+        J,
         jvp_ratio,
         probes,
         N,
@@ -162,20 +165,25 @@ def _jvp_entry(p, J, N, E, Vf, verdicts, i, j) -> Entry:
     )
 
 
-def _nonlinear_jvp(p, ratio, probes, N, E, rtol, atol, wobble, precision, notes) -> list[Entry]:
+def _nonlinear_jvp(p, J, ratio, probes, N, E, rtol, atol, wobble, precision, notes) -> list[Entry]:
     """Rows where a random tangent's JVP (either probe: the one furthest from the
-    finite differences) disagrees with them while the JVP is not linear in its tangent."""
+    finite differences) disagrees with them while the JVP is not linear in its tangent,
+    by a gap its difference from ``J d`` (the unit tangents' columns) makes up a
+    material part of (:func:`~.rules.nonlinearity_explains`)."""
     judged = []
     for d, jd in probes:
         with onp.errstate(all="ignore"):
+            Jd = onp.where(onp.isfinite(J), J, 0.0) @ d
             num_d = onp.where(onp.isfinite(N), N, 0.0) @ d
             err_d = onp.where(onp.isfinite(E), E, onp.inf) @ onp.abs(d)
         # the rows' own round-off (measured at nearby points) along d, as for every entry
         roundoff = onp.abs(wobble) @ onp.abs(d)
         allowance = atol + roundoff + precision * float(onp.max(onp.abs(jd), initial=0.0))
-        judged.append((judge(jd, num_d, err_d, rtol.max(axis=1), allowance), jd, num_d, err_d))
-    v_jvp, jd, num_d, err_d = at_worst_probe(judged)
-    bad_rows = onp.flatnonzero((ratio > 1) & (v_jvp > 1))
+        v = judge(jd, num_d, err_d, rtol.max(axis=1), allowance)
+        judged.append((v, jd, num_d, err_d, Jd))
+    v_jvp, jd, num_d, err_d, Jd = at_worst_probe(judged)
+    explains = nonlinearity_explains(onp.real(jd), onp.real(Jd), num_d)
+    bad_rows = onp.flatnonzero((ratio > 1) & (v_jvp > 1) & explains)
     if not bad_rows.size:
         return []
     i = int(bad_rows[onp.argmax(v_jvp[bad_rows])])

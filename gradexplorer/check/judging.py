@@ -194,7 +194,8 @@ def judge_stage(p, rev, est, opts) -> Judgement:
     if rev.adaptive:
         # an inexact rule over an f that is itself inexact (a solver at its tolerance):
         # the computed f's derivative is only defined to ~sqrt of f's relative accuracy
-        allowance = allowance + scale_allowance(1.0, A, N) * solver_slack(noise)[:, None]
+        slack = solver_slack(noise)[:, None]
+        allowance = allowance + scale_allowance(rev.adaptive_columns, A, N) * slack
     V = judge(A, N, E, rtol, allowance)
     wobble_rows = onp.flatnonzero(onp.any(V > 1, axis=1))
     wobble = rounding_spread(p, A, opts.gen, wobble_rows)

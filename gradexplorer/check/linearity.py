@@ -1,7 +1,8 @@
 """A VJP not linear in its cotangent: right rows from unit cotangents, a wrong
 gradient for every other cotangent. Found where a random cotangent's VJP
 differs from the combination of the rows it should be, *and* from the
-finite differences (else the gap is round-off)."""
+finite differences (else the gap is round-off), by a gap the difference from the
+rows makes up a material part of (else the rows are what is wrong)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .judging import Judgement, judge
 from .options import Options
 from .problem import Problem
 from .report import Entry
-from .rules import at_worst_probe, solver_slack
+from .rules import at_worst_probe, nonlinearity_explains, solver_slack
 from .verdicts import Comparison, Verdict
 
 __all__ = ["nonlinear_vjp"]
@@ -35,7 +36,7 @@ def nonlinear_vjp(
         atol = jd.atol + (rev.column_precision + slack) * float(onp.max(onp.abs(ru), initial=0.0))
         judged.append((judge(ru, num, err, jd.rtol.max(axis=0), atol), ru, num, err, uA))
     v_lin, ru, num, err, uA = at_worst_probe(judged)
-    bad = onp.flatnonzero(rev.suspect & (v_lin > 1))
+    bad = onp.flatnonzero(rev.suspect & (v_lin > 1) & nonlinearity_explains(ru, uA, num))
     if not bad.size:
         return []
     rule = opts.rule_name

@@ -140,6 +140,21 @@ def at_worst_probe(judged: list[tuple]) -> tuple:
     return tuple(c[worst, onp.arange(c.shape[1])] for c in stacked)
 
 
+def nonlinearity_explains(ru, combined, num) -> onp.ndarray:
+    """Where a rule's value at a random seed ``ru`` differs from the combination of its
+    unit-seed values ``combined`` by a material part (a quarter or more) of its gap to
+    the finite differences ``num``: there its nonlinearity is what is wrong. Where the
+    two agree (a cast's backward rounds the seed: they differ by that rounding) and
+    both miss the differences, the unit-seed entries are wrong, and are reported so.
+
+    >>> nonlinearity_explains(onp.array([1.0, 1.0]), onp.array([0.2, 1.0 + 1e-7]),
+    ...                       onp.array([0.2, 1.5])).tolist()
+    [True, False]
+    """
+    with onp.errstate(invalid="ignore"):
+        return onp.abs(ru - combined) >= 0.25 * onp.abs(ru - num)
+
+
 def rule_precision(ratio: onp.ndarray, rel: onp.ndarray, fmt: Format | None = None) -> float:
     """The relative tolerance a rule earns by disagreeing with itself: 0 for an
     exact rule; for one visibly above round-off yet small (an adaptive backward
