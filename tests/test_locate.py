@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gradexplorer as gx
+from gradexplorer.locate.result import CutInput
 
 HERE = Path(__file__).parent
 SOURCE = (HERE / "buggy_ops.py").read_text().splitlines()
@@ -97,7 +98,7 @@ def test_an_input_cut_off_the_graph_is_named(system, f, op, x):
     assert not gx.check_grads(f, x).passed
     loc = gx.locate(f, x)
     assert loc.culprit is None and [n.name for n in loc.cuts] == [op], str(loc)
-    assert loc.cuts[0].cut == (0,)
+    assert loc.cuts[0].cut == (CutInput(0),)
     assert loc.cuts[0].cut_from[0].split(" at ")[0] in ("sin", "sum"), loc.cuts[0].cut_from
     text = str(loc)
     assert "outside the AD graph" in text and "1st input cut off" in text
@@ -107,6 +108,38 @@ def test_an_input_cut_off_the_graph_is_named(system, f, op, x):
     drawn = [t.get_text() for a in fig.axes for t in a.texts] + [fig.axes[0].get_title()]
     assert any("input cut off the AD graph" in t for t in drawn), drawn
     assert any(f"the input of {op} at" in t for t in drawn), drawn
+
+
+def _torch_part_cuts() -> list:
+    """(f, the operation, its cut input, x): a value cut off inside a list argument, or
+    passed as a keyword."""
+    torch = pytest.importorskip("torch")
+    x = torch.linspace(0.1, 1.0, 3, dtype=torch.float64)
+    w = torch.ones(2, 3, dtype=torch.float64)
+    linear = torch.nn.functional.linear
+
+    def in_list(v):
+        return torch.cat([torch.sin(v), torch.cos(v).detach()]).sum()
+
+    def as_keyword(v):
+        return linear(v, w, bias=torch.exp(v[:2]).detach()).sum()
+
+    return [(in_list, "cat", CutInput(0, 1), x), (as_keyword, "linear", CutInput("bias"), x)]
+
+
+@pytest.mark.parametrize("case", range(2))
+def test_a_cut_inside_a_list_or_a_keyword_argument_is_named(case):
+    """torch.cat([a, b.detach()]) and linear(x, w, bias=b.detach()): check_grads fails,
+    and locate said "all operations have right derivatives" and nothing else (the
+    traced list argument was taken whole, keywords were not looked at)."""
+    f, op, cut, x = _torch_part_cuts()[case]
+    assert not gx.check_grads(f, x).passed
+    loc = gx.locate(f, x)
+    assert [(n.name, n.cut) for n in loc.cuts] == [(op, (cut,))], str(loc)
+    assert f"{cut} cut off" in str(loc) and loc.cuts[0].cut_from[0].split(" at ")[0] in (
+        "cos",
+        "exp",
+    )
 
 
 def test_a_cut_that_cancels_is_named_but_blames_nothing():
@@ -122,7 +155,8 @@ def test_a_cut_that_cancels_is_named_but_blames_nothing():
     assert gx.check_grads(lse, x).passed
     loc = gx.locate(lse, x)
     assert loc.culprit is None
-    assert [(n.name, n.cut) for n in loc.cuts] == [("subtract", (1,)), ("add", (0,))], str(loc)
+    cuts = [(n.name, n.cut) for n in loc.cuts]
+    assert cuts == [("subtract", (CutInput(1),)), ("add", (CutInput(0),))], str(loc)
     assert "harmless only where its effects cancel" in str(loc)
 
 

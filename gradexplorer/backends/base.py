@@ -60,7 +60,7 @@ import inspect
 import os
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -123,6 +123,10 @@ class OpRecord:
     #: operation ran inside it (``stack`` for autograd's arrays and getitems of
     #: ``anp.stack``), or ``()``: the operations of one call share its serial.
     call: tuple = ()
+    #: per argument (position, or keyword) whose leaves are not all alike: whether
+    #: each of its leaves is traced (``torch.cat([a, b.detach()])``: (True, False));
+    #: otherwise the positions in ``argnums`` are traced whole, the rest not at all
+    leaves_traced: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)

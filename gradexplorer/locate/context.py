@@ -16,6 +16,7 @@ import numpy as onp
 from ..backends.base import OpRecord
 from ..core.tree import flatten, float_kind
 from ..fd.steps import default_step
+from .result import CutInput
 
 __all__ = [
     "tangents_in_context", "random_tangents", "float_leaves", "real_vector", "shapes", "cut_inputs",
@@ -95,36 +96,53 @@ def tangents_in_context(call, values, specs, records, gen, directions, backend):
                         tl.append(None)
                 tans.append((tree, tl))
             out[i].append(tans)
-    return out, aligned_all, [tuple(sorted(c)) for c in cut]
+    return out, aligned_all, [tuple(sorted(c, key=lambda a: a.order)) for c in cut]
 
 
 def cut_inputs(rec: OpRecord, plus: OpRecord, minus: OpRecord) -> set:
-    """Positions of ``rec``'s float arguments outside the AD graph (not in
-    ``argnums``) that move with x between the re-traces at x ± ε·v: by more than their
-    rounding, and to first order in ε (the two moves from x opposite and alike).
-    Values that depend on x but reach the operation as constants (``detach()``,
-    ``.data``, ``.item()``, ``stop_gradient``, a trip through numpy); not values that
-    change from call to call (unseeded random numbers, a batch norm's running
-    statistics), whose moves have no such symmetry.
+    """``rec``'s float inputs outside the AD graph (:class:`~.result.CutInput`: an
+    argument not in ``argnums``, an untraced leaf of one that is, a keyword argument
+    or an untraced leaf of it) that move with x between the re-traces at x ± ε·v: by
+    more than their rounding, and to first order in ε (the two moves from x opposite
+    and alike). Values that depend on x but reach the operation as constants
+    (``detach()``, ``.data``, ``.item()``, ``stop_gradient``, a trip through numpy);
+    not values that change from call to call (unseeded random numbers, a batch norm's
+    running statistics), whose moves have no such symmetry.
 
     >>> import numpy as np
     >>> from gradexplorer.backends.base import OpRecord
     >>> rec = lambda a: OpRecord(0, np.multiply, (a, np.ones(2)), {}, (1,), (), None, ())
     >>> base = rec(np.zeros(2))
     >>> cut_inputs(base, rec(np.array([1e-9, 0])), rec(np.array([-1e-9, 0])))
-    {0}
+    {CutInput(position=0, leaf=None)}
     >>> cut_inputs(base, rec(np.array([1e-9, 0])), rec(np.array([3e-9, 0])))  # drifting
     set()
     >>> cut_inputs(base, base, base)
     set()
     """
     moved = set()
-    for a in range(len(rec.args)):
-        if a in rec.argnums or a >= len(plus.args) or a >= len(minus.args):
+    for cut in _untraced(rec):
+        try:
+            values = [cut.value_in(r.args, r.kwargs) for r in (rec, plus, minus)]
+        except (IndexError, KeyError):
             continue
-        if _moves_with_x(rec.args[a], plus.args[a], minus.args[a]):
-            moved.add(a)
+        if _moves_with_x(*values):
+            moved.add(cut)
     return moved
+
+
+def _untraced(rec: OpRecord) -> list[CutInput]:
+    """The inputs of ``rec`` outside its AD graph: whole arguments, or leaves."""
+    out = []
+    for key in [*range(len(rec.args)), *rec.kwargs]:
+        flags = rec.leaves_traced.get(key)
+        if flags is not None and len(flags) == 1:
+            out += [] if flags[0] else [CutInput(key)]
+        elif flags is not None:
+            out += [CutInput(key, k) for k, traced in enumerate(flags) if not traced]
+        elif isinstance(key, str) or key not in rec.argnums:
+            out.append(CutInput(key))
+    return out
 
 
 def _moves_with_x(at: Any, p: Any, m: Any) -> bool:

@@ -24,7 +24,7 @@ from ..backends import bind_prepared, opened
 from ..check.problem import as_rng
 from .context import random_tangents, shapes, tangents_in_context
 from .local_check import check_operation, culprit_report
-from .result import Localization, OpNode, OpVerdict
+from .result import CutInput, Localization, OpNode, OpVerdict
 from .sites import rule_site_of, site_of
 
 __all__ = ["locate", "Localization", "OpNode", "DIRECTIONS"]
@@ -132,10 +132,10 @@ def _locate(prep, gen, directions: int, system) -> Localization:
     return Localization(tuple(nodes), culprit, getattr(f, "__name__", "f"))
 
 
-def _made_by(records: list, i: int, a: int, site_of: Callable, system: Any) -> str:
-    """Where the value of record i's argument a was made, as ``name at file:line``: the
+def _made_by(records: list, i: int, a: CutInput, site_of: Callable, system: Any) -> str:
+    """Where the value of record i's input a was made, as ``name at file:line``: the
     latest earlier operation whose output it equals ("" where none does)."""
-    value = onp.asarray(records[i].args[a])
+    value = onp.asarray(a.value_in(records[i].args, records[i].kwargs))
     for rec in reversed(records[:i]):
         out = rec.value
         if onp.shape(out) == value.shape and onp.array_equal(onp.asarray(out), value):

@@ -12,7 +12,7 @@ import numpy as onp
 from ..check.report import CheckReport
 from .sites import Site
 
-__all__ = ["OpNode", "Localization", "OpVerdict"]
+__all__ = ["OpNode", "Localization", "OpVerdict", "CutInput"]
 
 
 class OpVerdict(str, enum.Enum):
@@ -60,7 +60,7 @@ class OpNode:
     call's first operation (the node's own index when it is not part of one).
     For the culprit, ``rule`` is where its wrong rule is written (the function
     given to ``defvjp``, a Function's ``backward``), when that is user code.
-    ``cut`` holds the positions of the operation's inputs that depend on x but
+    ``cut`` holds the operation's inputs (:class:`CutInput`) that depend on x but
     reach it outside the AD graph (``detach()``, ``.data``, ``.item()``,
     ``stop_gradient``, a trip through numpy): f's derivative ignores how they move.
     """
@@ -80,7 +80,7 @@ class OpNode:
     group: int = -1
     rule: Site | None = field(default=None, repr=False)
     reason: str = ""
-    cut: tuple[int, ...] = ()
+    cut: tuple[CutInput, ...] = ()
     #: per cut input, the operation whose value it is (``sin at file.py:3``), or ""
     cut_from: tuple[str, ...] = ()
 
@@ -112,8 +112,8 @@ class OpNode:
         """The verdict in words, with the reason an operation was not checked."""
         reading = f"{self.verdict}: {self.reason}" if self.reason else str(self.verdict)
         if self.cut:
-            which = ", ".join(_ordinal(a + 1) for a in self.cut)
-            reading += f"; {which} input{'' if len(self.cut) == 1 else 's'} cut off"
+            which = ", ".join(str(a) for a in self.cut)
+            reading += f"; {which} cut off"
         return reading
 
     @property
@@ -121,12 +121,12 @@ class OpNode:
         """The cut inputs in words, with where they are (empty where none is)."""
         if not self.cut:
             return ""
-        which = " and ".join(_ordinal(a + 1) for a in self.cut)
+        which = " and ".join(str(a) for a in self.cut)
         made = [m for m in self.cut_from if m]
         whose = f" (the value of {' and '.join(made)})" if made else ""
         one = len(self.cut) == 1
         return (
-            f"the {which} input{'' if one else 's'} of {self.label} at {self.source}{whose} "
+            f"the {which} of {self.label} at {self.source}{whose} "
             f"depend{'s' if one else ''} on x but reach{'es' if one else ''} it "
             "outside the AD graph (detach(), .data, .item(), stop_gradient or a trip through "
             "numpy): f's derivative ignores how it moves (harmless only where its effects "
@@ -145,6 +145,41 @@ class OpNode:
 
 def _ordinal(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+@dataclass(frozen=True)
+class CutInput:
+    """An operation's input that depends on x but reaches it outside the AD graph: a
+    whole positional argument (``position`` an int), a keyword argument (a str), or
+    one ``leaf`` of either (the second tensor of ``torch.cat([a, b.detach()])``).
+
+    >>> str(CutInput(1)), str(CutInput(0, 1)), str(CutInput("bias"))
+    ('2nd input', '2nd element of the 1st input', 'keyword input bias')
+    """
+
+    position: int | str
+    leaf: int | None = None
+
+    def __str__(self) -> str:
+        where = (
+            f"keyword input {self.position}"
+            if isinstance(self.position, str)
+            else f"{_ordinal(self.position + 1)} input"
+        )
+        return where if self.leaf is None else f"{_ordinal(self.leaf + 1)} element of the {where}"
+
+    def value_in(self, args: tuple, kwargs: dict) -> Any:
+        """This input's value among an operation's ``args`` and ``kwargs``."""
+        from ..core.tree import flatten
+
+        value = kwargs[self.position] if isinstance(self.position, str) else args[self.position]
+        return value if self.leaf is None else flatten(value)[0][self.leaf]
+
+    @property
+    def order(self) -> tuple:
+        """Positional inputs first, then keywords; leaves in order."""
+        named = isinstance(self.position, str)
+        return (named, str(self.position) if named else self.position, self.leaf or -1)
 
 
 @dataclass(frozen=True, repr=False)

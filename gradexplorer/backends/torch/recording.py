@@ -213,10 +213,27 @@ class _Recorder(TorchFunctionMode):
             frames,
             _friendly(func),
             call,
+            _leaves_traced(args, kwargs, traced),
         )
         self.records.append(rec)
         for x in out_leaves:
             self.producers[id(x)] = (index, x)  # the tensor is kept alive: ids stay unique
+
+
+def _leaves_traced(args, kwargs, traced) -> dict:
+    """Per traced argument whose float tensors are not all traced, and per keyword
+    argument holding float tensors: whether each leaf is (``torch.cat([a,
+    b.detach()])``, ``linear(x, w, bias=b.detach())``)."""
+    out = {}
+    named = [(i, args[i]) for i in traced] + list(kwargs.items())
+    for key, value in named:
+        leaves = flatten(value)[0]
+        if not any(_is_float_tensor(x) for x in leaves):
+            continue
+        flags = tuple(_is_float_tensor(x) and x.requires_grad for x in leaves)
+        if isinstance(key, str) or not all(f for f, x in zip(flags, leaves) if _is_float_tensor(x)):
+            out[key] = flags
+    return out
 
 
 def record(fun: Callable, leaves: Sequence) -> list[OpRecord]:
