@@ -20,6 +20,7 @@ from .rules import (
     RULE_NOISE_MAX,
     argument_rounding,
     intermediate_rounding,
+    linearity_gap,
     rule_format,
     rule_precision,
 )  # fmt: skip
@@ -119,7 +120,7 @@ def rule_exactness(
     if precision:
         # an intermediate's rounding reaches the coordinates whose paths pass through
         # it: a float64 input beside a cast keeps float64's precision
-        shown = onp.asarray(ratio > 1)
+        shown = _rounded_coordinates(rule, probes, ratio, eps)
         where = None if shown.all() else shown
         return Exactness(precision, cause=Cause.ROUNDING, where=where, rounded_in=rounded_in)
     reads = reading is not None and reading.eps > float(onp.max(eps))
@@ -134,6 +135,25 @@ def rule_exactness(
         if rounded_in is None
         else Exactness(cause=Cause.ROUNDING, rounded_in=rounded_in)
     )
+
+
+#: Further pairs of random seeds a rounding intermediate's reach is looked for with.
+REACH_PAIRS = 2
+
+
+def _rounded_coordinates(rule, probes: tuple, ratio, eps) -> onp.ndarray:
+    """The coordinates a rule's rounding shows at, over :data:`REACH_PAIRS` more pairs
+    of seeds than the first (whose gap at a coordinate the rounding reaches can be 0
+    by chance: ``x.half().double() * x`` at one of 8)."""
+    shown = onp.asarray(ratio > 1)
+    u0, r0 = (onp.asarray(a) for a in probes[0])
+    gen = onp.random.default_rng(u0.size + 1)
+    for _ in range(REACH_PAIRS):
+        if shown.all():
+            break
+        more, _, _ = linearity_gap(rule, u0.size, r0.size, gen, u0.dtype, eps)
+        shown = shown | (more > 1)
+    return shown
 
 
 def _whole_leaves(shown: onp.ndarray, blocks: Blocks | None) -> onp.ndarray:

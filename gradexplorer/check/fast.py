@@ -272,7 +272,9 @@ def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
             # an inexact rule's error is relative to the whole Jacobian's size, not to
             # each tiny sensitivity (as in the full check): J d / |d| gauges that size
             with onp.errstate(invalid="ignore"):
-                size = float(onp.nanmax(onp.abs(jd.est), initial=0.0)) / max(
+                # (an estimate the differences could not make, inf, gauges nothing)
+                finite = onp.abs(jd.est[onp.isfinite(jd.est)])
+                size = float(onp.max(finite, initial=0.0)) / max(
                     float(onp.max(onp.abs(d))), onp.finfo(float).tiny
                 )
             ctx.atol = ctx.atol + (precision + slack) * size
