@@ -199,10 +199,27 @@ EDGES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("mode", ["full", "fast"])
-@pytest.mark.parametrize(
-    ("name", "fn", "rule", "x", "at", "wrong"), EDGES, ids=lambda v: v if isinstance(v, str) else ""
-)
+#: Known misses: x at 1e-41 is subnormal in float32, 7000 ulps of 1.4e-45 (13 bits, a
+#: float16's worth): a projection's step there resolves it to 0.4%, not the 0.1% planted.
+#: Until 2026-11-29 fast mode found it only because it snapped its directions to
+#: 1.3e6 ulps (180 x's wide), as it did on float16's grid (steps of hundreds: exp
+#: overflowed and a wrong rule passed).
+_FAST_MISSES = {"float32 3x, subnormal x"}
+
+
+def _edge_params() -> list:
+    out = []
+    for mode in ("full", "fast"):
+        for edge in EDGES:
+            known = mode == "fast" and edge[0] in _FAST_MISSES
+            marks = (
+                [pytest.mark.xfail(strict=True, reason="13-bit effective grid")] if known else []
+            )
+            out.append(pytest.param(*edge, mode, marks=marks, id=f"{edge[0]}-{mode}"))
+    return out
+
+
+@pytest.mark.parametrize(("name", "fn", "rule", "x", "at", "wrong", "mode"), _edge_params())
 def test_flat_saturated_and_exact_entries(name, fn, rule, x, at, wrong, mode):
     x = np.array(x, dtype=float)
     right = gx.check_grads(_diagonal(fn, rule), x, mode=mode, rng=0)

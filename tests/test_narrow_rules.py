@@ -274,3 +274,21 @@ def test_fast_mode_says_which_located_entries_lie_on_stairs(monkeypatch):
     assert r.outcome is gx.Outcome.INCONCLUSIVE, str(r)
     assert r.unresolved and "staircase" in r.inconclusive, r.inconclusive
     assert all(e.reason is Unresolvable.STAIRCASE for e in r.unresolved)
+
+
+def test_fast_mode_on_float16_read_x_steps_within_reach():
+    """x read through float16 twice, once shifted so that its stairs are fine: fast
+    mode snapped its directions to 1.3e6 float16 ulps (steps of ~300 where 0.008 was
+    asked), exp overflowed, the allowance became 1e161, and a gradient doubled at one
+    element passed in 4 of 4 checks (full mode fails it at that entry)."""
+    from gradexplorer.gallery.mixed_torch import planted_exp
+
+    x = torch.tensor([0.3, -1.2, 0.8, 2.0, -0.4, 1.1], dtype=torch.float64)
+    c = x - torch.tensor([1e-4, -2e-4, 3e-4, 1.5e-4, -1e-4, 2e-4], dtype=torch.float64)
+    bad = planted_exp(2.0)
+    f = lambda x: torch.exp(x.half().double()) + bad((x - c).half().double())  # noqa: E731
+    for seed in range(2):
+        r = gx.check_grads(f, x.clone(), mode="fast", rng=seed)
+        assert r.outcome is gx.Outcome.FAILED, str(r)
+        assert {(e.row, e.col) for e in r.mismatches} == {(1, 1)}, str(r)
+        assert r.atol < 1.0, str(r)  # (the Jacobian is ~1..7)

@@ -5,19 +5,35 @@ from __future__ import annotations
 
 import numpy as onp
 
-__all__ = ["snap_directions", "exact_steps", "Sampler", "SHRINK"]
+__all__ = ["snap_directions", "exact_steps", "Sampler", "SHRINK", "WIDEN_AT_MOST"]
 
 SHRINK = 8.0
 
 
+#: How much snapping a direction to its grid may widen its step: a coarse grid (x
+#: read through float16, ulps of ~1e-3) cannot hold every shrink level exactly.
+WIDEN_AT_MOST = 64.0
+
+
 def snap_directions(vectors, h, spacing, levels) -> onp.ndarray:
-    """Directions whose every stencil point, at every shrink level, lands exactly
-    on each coordinate's grid: each component of ``h·d`` becomes a multiple of
-    ``40·8**levels`` ulps (a rounded point would add the input's own rounding
-    to f as noise the estimates do not expect)."""
-    q = 40.0 * SHRINK**levels * spacing[None, :]
+    """Directions whose stencil points land exactly on each coordinate's grid at
+    every shrink level that grid allows: each component of ``h·d`` becomes a multiple
+    of ``40·8**L`` ulps (a rounded point would add the input's own rounding to f as
+    noise the estimates do not expect), L the most of ``levels`` that widen it by at
+    most :data:`WIDEN_AT_MOST`. All of them on float16's grid made it a multiple of
+    1.3e6 ulps, a step of hundreds where 0.008 was asked (exp overflowed, and the fast
+    check passed a wrong rule with an allowance of 1e161); levels below 40 ulps land
+    between its points, where f is flat.
+
+    >>> h, spacing = onp.array([0.0078125]), onp.array([2.0**-52, 2.0**-10])
+    >>> (h[:, None] * snap_directions(onp.array([[1.0, 1.0]]), h, spacing, 5))[0].tolist()
+    [0.0078125, 0.3125]
+    """
     delta = h[:, None] * vectors
-    with onp.errstate(invalid="ignore", over="ignore"):
+    base = 40.0 * spacing[None, :]
+    with onp.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        fit = onp.floor(onp.log(WIDEN_AT_MOST * onp.abs(delta) / base) / onp.log(SHRINK))
+        q = base * SHRINK ** onp.clip(onp.nan_to_num(fit, nan=0.0), 0, levels)
         n = onp.round(onp.abs(delta) / q)
         snapped = onp.sign(delta) * onp.maximum(n, 1.0) * q
     snapped = onp.where((delta != 0) & onp.isfinite(snapped), snapped, delta)
