@@ -46,19 +46,6 @@ def default_step(x: Any, method: str = "richardson") -> onp.ndarray:
     return _BASE_STEP[method][rdt.itemsize] * onp.maximum(scale, floor)
 
 
-def format_step_ratio(eps: float, method: str = "richardson") -> float:
-    """How much wider a step suits f that reads its float64 inputs through a format of
-    machine epsilon ``eps`` (float32: 2**-23) than float64's: the ratio of their
-    default steps (its rounding is noise the differences must outstep).
-
-    >>> format_step_ratio(2.0**-23), format_step_ratio(2.0**-10), format_step_ratio(2.0**-52)
-    (32.0, 64.0, 1.0)
-    """
-    _check_method(method)
-    size = 8 if eps <= 2.0**-52 else 4 if eps <= 2.0**-23 else 2
-    return _BASE_STEP[method][size] / _BASE_STEP[method][8]
-
-
 def root_mean_square(mag: onp.ndarray) -> float:
     """The root mean square of positive magnitudes, scaled by their largest first, so
     that neither squares of 1e-200 underflow to 0 nor squares of 1e200 overflow.
