@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradexplorer as gx
-from gradexplorer.locate.result import CutInput
+from gradexplorer.locate import CutInput
 
 HERE = Path(__file__).parent
 SOURCE = (HERE / "buggy_ops.py").read_text().splitlines()

@@ -5,6 +5,7 @@ step (``ad_sweeps``, for teaching).
 """
 
 from .localize import Localization, OpNode, locate
+from .result import CutInput
 from .sweeps import ADSweeps, ad_sweeps
 
-__all__ = ["locate", "Localization", "OpNode", "ad_sweeps", "ADSweeps"]
+__all__ = ["locate", "Localization", "OpNode", "CutInput", "ad_sweeps", "ADSweeps"]
