@@ -186,14 +186,15 @@ def test_an_intermediate_rounded_to_float32_is_named_in_the_note():
     assert "adaptive or iterative" not in notes, r.notes
 
 
-@pytest.mark.parametrize("mode", ["full", "fast"])
-def test_a_wrong_rule_after_a_cast_is_not_called_nonlinear(mode):
+def test_a_wrong_rule_after_a_cast_is_not_called_nonlinear():
     """The cast's backward rounds the cotangent it passes on to float16, so the rule
     disagrees with itself at random cotangents by that rounding; the wrong entry is the
-    doubled gradient, and "not linear in its cotangent" (21 entries over 4 fast checks) was
-    a wrong label. The note names the rounding."""
+    doubled gradient, and "not linear in its cotangent" (21 entries over 4 full checks)
+    was a wrong label. The note names the rounding. (Fast mode, which has no unit-seed
+    rows to tell the two apart, still labels some: a truly nonlinear rule that scales
+    exactly with g, J^T g (1 + 0.01 (max|g| / |g| - 1)), looks the same there.)"""
     for seed in range(2):
-        r = gx.check_grads(WRONG["exp(h16)"], _x(seed), mode=mode, rng=seed)
+        r = gx.check_grads(WRONG["exp(h16)"], _x(seed), mode="full", rng=seed)
         assert r.outcome is gx.Outcome.FAILED, str(r)
         assert not [e for e in r.mismatches if e.kind is gx.Comparison.LINEARITY], str(r)
         assert any("rounds an intermediate to float16" in n for n in r.notes), r.notes

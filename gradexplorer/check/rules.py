@@ -252,23 +252,35 @@ def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
     return fmt if onp.all(gap <= LINEARITY_ULPS * eps * size) else None
 
 
-def intermediate_rounding(rule, probes: tuple, scatter: float, eps) -> Format | None:
+def intermediate_rounding(
+    rule, probes: tuple, scatter: float, eps, shown: onp.ndarray | None = None
+) -> Format | None:
     """The narrow format whose rounding a rule's self-disagreement ``scatter``
-    (relative) is, where the rule scales exactly with its argument: a float64 rule
-    that rounds an intermediate to float32 on the way (the backward of
-    ``h(x).float().double()`` rounds the cotangent it passes on) gives
-    ``rule(2·u) == 2·rule(u)`` bit for bit, as every rounding to a binary format
-    commutes with doubling, and disagrees with itself by a few of that format's ulps;
-    a solver with an absolute tolerance does not scale so. The finest format whose
-    eps is within 1/64 to :data:`NARROW_SCATTER_ULPS` times the scatter; None where
-    none is, or the rule does not scale exactly.
+    (relative) is: a float64 rule that rounds an intermediate to float32 on the way
+    (the backward of ``h(x).float().double()`` rounds the cotangent it passes on). Such
+    a rule
+
+    - scales exactly with its argument, ``rule(2·u) == 2·rule(u)`` bit for bit, as
+      every rounding to a binary format commutes with doubling (a solver with an
+      absolute tolerance does not);
+    - is piecewise constant along its rounded paths at scales far below the format's
+      ulp: moved by ``δ`` ~ eps/4096 of u, it changes by ``rule(δ)`` less what those
+      paths carry, where a smooth rule (a nonlinear one that also scales exactly,
+      ``g·(1 + c·max|g|/|g|)``, or a solver with a relative tolerance) changes by
+      ``rule(δ)`` up to its small nonlinearity. Where the coordinates that show the
+      gap (``shown``; default all) miss ``rule(δ)`` by :data:`ROUNDED_SHARE` of it
+      (median), they pass through a rounding.
+
+    The format: the finest whose eps is within 1/64 to :data:`NARROW_SCATTER_ULPS`
+    times the scatter; None where none is, or the rule is not such.
 
     >>> rule = lambda g: 3.0 * onp.asarray(0.1 * g, onp.float32).astype(float)
-    >>> u = onp.array([0.3, -1.7])
-    >>> scatter = 1e-7
-    >>> intermediate_rounding(rule, ((u, rule(u)),), scatter, 2.0**-52).name
+    >>> u = onp.array([0.3, -1.7, 0.9])
+    >>> intermediate_rounding(rule, ((u, rule(u)),), 1e-7, 2.0**-52).name
     'float32'
-    >>> intermediate_rounding(lambda g: g + 1e-7 * g**2, ((u, u + 1e-7 * u**2),), scatter, 2.0**-52)
+    >>> smooth = lambda g: g * (1 + 1e-7 * onp.abs(g).max() / onp.linalg.norm(g))
+    >>> intermediate_rounding(smooth, ((u, smooth(u)),), 1e-7, 2.0**-52) is None
+    True
     """
     fmt = next(
         (
@@ -281,7 +293,23 @@ def intermediate_rounding(rule, probes: tuple, scatter: float, eps) -> Format | 
     if fmt is None:
         return None
     u0, r0 = (onp.asarray(a) for a in probes[0])
-    return fmt if _same(rule(2.0 * u0), 2.0 * r0) else None
+    if not _same(rule(2.0 * u0), 2.0 * r0):
+        return None
+    gen = onp.random.default_rng(u0.size + 2)
+    delta = (gen.standard_normal(u0.shape) * onp.abs(u0) * fmt.eps / 4096).astype(u0.dtype)
+    moved = onp.asarray(rule(u0 + delta)) - r0
+    along = onp.asarray(rule(delta))
+    mask = onp.ones(moved.shape, bool) if shown is None else onp.asarray(shown, bool)
+    with onp.errstate(all="ignore"):
+        floor = 1e-3 * float(onp.max(onp.abs(along), initial=0.0))
+        missed = onp.abs(moved - along) / (onp.abs(along) + floor)
+    missed = missed[mask & onp.isfinite(missed)]
+    return fmt if missed.size and float(onp.median(missed)) >= ROUNDED_SHARE else None
+
+
+#: The share of ``rule(δ)`` the coordinates that show a rule's gap must miss, moved by
+#: a δ far below the format's ulp, for the gap to be a rounding along their paths.
+ROUNDED_SHARE = 0.25
 
 
 def _same(a, b) -> bool:
