@@ -15,11 +15,10 @@ import numpy as onp
 
 from ..fd.formats import Format
 from .report import Blocks
+from .roundings import argument_rounding, intermediate_rounding
 from .rules import (
     NARROW_SCATTER_ULPS,
     RULE_NOISE_MAX,
-    argument_rounding,
-    intermediate_rounding,
     linearity_gap,
     rule_format,
     rule_precision,

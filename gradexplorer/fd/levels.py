@@ -73,7 +73,9 @@ class StepLevels:
         self.scheme = SCHEMES[method]
         self.offsets = onp.array(self.scheme.offsets)
         if vectors is not None and spacing is not None:
-            vectors = snap_directions(vectors, onp.asarray(steps, dtype=float), spacing, max_shrink)
+            vectors = snap_directions(
+                vectors, onp.asarray(steps, dtype=float), spacing, max_shrink, x0
+            )
         self.k = k = columns.size if columns is not None else vectors.shape[0]
         if not isinstance(noise, NoiseModel):
             sig = onp.where(onp.isfinite(noise), noise, 0.0)

@@ -10,20 +10,22 @@ __all__ = ["snap_directions", "exact_steps", "Sampler", "SHRINK", "WIDEN_AT_MOST
 SHRINK = 8.0
 
 
-#: How much snapping a direction to its grid may widen its step: a coarse grid (x
-#: read through float16, ulps of ~1e-3) cannot hold every shrink level exactly.
+#: How much snapping a direction to its grid may widen its step (or to a quarter of
+#: the coordinate, where that is more): a coarse grid (x read through float16, ulps of
+#: ~1e-3) cannot hold every shrink level exactly.
 WIDEN_AT_MOST = 64.0
 
 
-def snap_directions(vectors, h, spacing, levels) -> onp.ndarray:
+def snap_directions(vectors, h, spacing, levels, x0=None) -> onp.ndarray:
     """Directions whose stencil points land exactly on each coordinate's grid at
     every shrink level that grid allows: each component of ``h·d`` becomes a multiple
     of ``40·8**L`` ulps (a rounded point would add the input's own rounding to f as
-    noise the estimates do not expect), L the most of ``levels`` that widen it by at
-    most :data:`WIDEN_AT_MOST`. All of them on float16's grid made it a multiple of
-    1.3e6 ulps, a step of hundreds where 0.008 was asked (exp overflowed, and the fast
-    check passed a wrong rule with an allowance of 1e161); levels below 40 ulps land
-    between its points, where f is flat.
+    noise the estimates do not expect), L the most of ``levels`` that widen it to at
+    most :data:`WIDEN_AT_MOST` times itself or a quarter of the coordinate ``x0``.
+    All of them on float16's grid made it a multiple of 1.3e6 ulps, a step of
+    hundreds where 0.008 was asked (exp overflowed, and the fast check passed a wrong
+    rule with an allowance of 1e161); levels below 40 ulps land between its points,
+    where f is flat. On float32's grid all five levels fit within a quarter of x.
 
     >>> h, spacing = onp.array([0.0078125]), onp.array([2.0**-52, 2.0**-10])
     >>> (h[:, None] * snap_directions(onp.array([[1.0, 1.0]]), h, spacing, 5))[0].tolist()
@@ -31,8 +33,11 @@ def snap_directions(vectors, h, spacing, levels) -> onp.ndarray:
     """
     delta = h[:, None] * vectors
     base = 40.0 * spacing[None, :]
+    reach = WIDEN_AT_MOST * onp.abs(delta)
+    if x0 is not None:
+        reach = onp.maximum(reach, 0.25 * onp.abs(onp.asarray(x0, dtype=float))[None, :])
     with onp.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        fit = onp.floor(onp.log(WIDEN_AT_MOST * onp.abs(delta) / base) / onp.log(SHRINK))
+        fit = onp.floor(onp.log(reach / base) / onp.log(SHRINK))
         q = base * SHRINK ** onp.clip(onp.nan_to_num(fit, nan=0.0), 0, levels)
         n = onp.round(onp.abs(delta) / q)
         snapped = onp.sign(delta) * onp.maximum(n, 1.0) * q
