@@ -186,18 +186,44 @@ def test_an_intermediate_rounded_to_float32_is_named_in_the_note():
     assert "adaptive or iterative" not in notes, r.notes
 
 
-def test_a_wrong_rule_after_a_cast_is_not_called_nonlinear():
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_wrong_rule_after_a_cast_is_not_called_nonlinear(mode):
     """The cast's backward rounds the cotangent it passes on to float16, so the rule
     disagrees with itself at random cotangents by that rounding; the wrong entry is the
-    doubled gradient, and "not linear in its cotangent" (21 entries over 4 full checks)
-    was a wrong label. The note names the rounding. (Fast mode, which has no unit-seed
-    rows to tell the two apart, still labels some: a truly nonlinear rule that scales
-    exactly with g, J^T g (1 + 0.01 (max|g| / |g| - 1)), looks the same there.)"""
+    doubled gradient, and "not linear in its cotangent" (21 entries over its 8 checks)
+    was a wrong label. The note names the rounding."""
     for seed in range(2):
-        r = gx.check_grads(WRONG["exp(h16)"], _x(seed), mode="full", rng=seed)
+        r = gx.check_grads(WRONG["exp(h16)"], _x(seed), mode=mode, rng=seed)
         assert r.outcome is gx.Outcome.FAILED, str(r)
         assert not [e for e in r.mismatches if e.kind is gx.Comparison.LINEARITY], str(r)
         assert any("rounds an intermediate to float16" in n for n in r.notes), r.notes
+
+
+def _infnorm_rule():
+    """tanh(x @ W) with a backward that is nonlinear in g and scales exactly with it:
+    J^T g (1 + 0.01 (max|g| / |g| - 1)), right at unit cotangents."""
+    W = torch.tensor(np.random.default_rng(5).standard_normal((4, 5)) / 2)
+
+    def backward(x, g):
+        y = torch.tanh(x @ W)
+        return ((g * (1 - y**2)) @ W.T) * (1 + 0.01 * (g.abs().max() / g.norm() - 1))
+
+    return _with_rule(lambda x: torch.tanh(x @ W), backward)
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_nonlinear_rule_that_scales_exactly_is_no_rounding(mode):
+    """Its self-disagreement lies in float16's window and it scales exactly with g, as
+    a rounding intermediate does; the first version took it for one, and fast mode
+    passed it at seed 1. A rounding is piecewise constant along its paths; it is not.
+    (At seed 3 its scatter falls below 1e-4 and it is judged as a solver's, to 1e-2:
+    fast mode passes it there, as before.)"""
+    f = _infnorm_rule()
+    for seed in (0, 1, 2):
+        x = torch.tensor(np.random.default_rng(seed).standard_normal((3, 4)))
+        r = gx.check_grads(f, x, mode=mode, rng=seed)
+        assert r.outcome is gx.Outcome.FAILED, str(r)
+        assert not any("rounds an intermediate" in n for n in r.notes), r.notes
 
 
 def test_a_jvp_that_scales_its_tangent_then_rounds_it_is_not_called_nonlinear():
