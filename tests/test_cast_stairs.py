@@ -233,3 +233,37 @@ def test_a_jvp_that_scales_its_tangent_then_rounds_it_is_not_called_nonlinear():
     for seed in range(2):
         r = gx.check_grads(f, _x(seed), rng=seed)
         assert not [e for e in r.mismatches if e.kind is gx.Comparison.LINEARITY], str(r)
+
+
+def _s32(x):
+    return (2 * torch.sin(x)).float().double()
+
+
+_RESIDUAL = {
+    "exp(2 sin(x) in float32) + x": lambda x: torch.exp(_s32(x)) + x,
+    "x + tanh(sum(x) / 3) in float32": lambda x: (
+        x + torch.tanh(x @ torch.ones(6, 6, dtype=torch.float64) / 3).float().double()
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+@pytest.mark.parametrize("name", _RESIDUAL)
+def test_stairs_beside_a_smooth_term_are_no_false_alarm(name, mode):
+    """A float32 branch beside a float64 residual: f is stairs plus x, so no two of its
+    values are equal, and the differences shrank onto a stair and read the residual's
+    slope alone (numeric 1, analytic 3.8): every right rule failed, in both modes. Its
+    stairs are seen by the changes of its slope (a stair's height, up and down), and the
+    entries are judged across them."""
+    for seed in range(4):
+        x = torch.tensor(np.random.default_rng(800 + seed).standard_normal(6))
+        r = gx.check_grads(_RESIDUAL[name], x, mode=mode, rng=seed)
+        assert r.passed, str(r)
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_wrong_rule_beside_a_residual_still_fails_at_its_entry(mode):
+    for seed in range(2):
+        x = torch.tensor(np.random.default_rng(800 + seed).standard_normal(6))
+        r = gx.check_grads(lambda x: _DOUBLED(_s32(x)) + x, x, mode=mode, rng=seed)
+        assert {(e.row, e.col) for e in r.mismatches} == {(1, 1)}, str(r)

@@ -99,7 +99,19 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
         for i, j in onp.argwhere(failing | (uneven & moves))
         if int(i) in stairs_rows and (int(i), int(j)) not in narrow and (i, j) not in jumps
     }
-    return nfev + _judge_across(p, est, jd, A, others)
+    nfev += _judge_across(p, est, jd, A, others)
+    # failing entries of outputs uneven at the scale of the step, whose differences
+    # read a slope (stairs beside a smooth float64 term, x + exp(h(x).float()): the
+    # steps shrank onto a stair and read the smooth term's alone), where f goes on in
+    # stairs along their input
+    structured = est.noise.structured[:, None]
+    judged = set(narrow) | set(others) | set(jd.across)
+    rough = {
+        (int(i), int(j)): 32.0 * float(base[j])
+        for i, j in onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & structured)
+        if (int(i), int(j)) not in judged and (i, j) not in jumps
+    }
+    return nfev + _judge_across(p, est, jd, A, rough)
 
 
 def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: float, V: float):
@@ -176,8 +188,9 @@ def _across_notes(p: Problem, jd: Judgement) -> list[str]:
     (i, j), first = min(measured.items())
     count = len(measured)
     return [
-        f"{count} entr{'y' if count == 1 else 'ies'} the finite differences read as 0 "
-        f"where the rule does not ({p.rows.label(i)} / {p.cols.label(j)}, ...) were measured "
+        f"{count} entr{'y' if count == 1 else 'ies'} whose finite differences shrank onto "
+        "a stair of f (reading 0, or a smooth term's slope beside the stairs, where the rule "
+        f"does not) ({p.rows.label(i)} / {p.cols.label(j)}, ...) were measured "
         f"again over a wider step (~{first.step:.1g} there): f that rounds something to a "
         "narrow format on the way (a cast to float16, a float32 accumulator) is a staircase, "
         "flat at x, and the slope across many of its stairs is the derivative the rule "

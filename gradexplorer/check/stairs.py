@@ -23,7 +23,10 @@ from ..fd.sampling import exact_steps
 from .kinks import reach_limit
 from .problem import Problem
 
-__all__ = ["Across", "across_stairs", "across_stairs_along", "across_stairs_columns", "SPAN"]
+__all__ = [
+    "Across", "across_stairs", "across_stairs_along", "across_stairs_columns",
+    "across_stairs_entries", "SPAN",
+]  # fmt: skip
 
 #: Stairs the step of the difference across them spans (its error: 1/SPAN of the slope).
 SPAN = 64.0
@@ -143,6 +146,21 @@ def across_stairs_columns(p: Problem, columns, est, err, y0, rows=None):
     return est, err, wide, nfev
 
 
+def across_stairs_entries(p: Problem, j: int, rows, num, err, y0) -> tuple:
+    """Entries ``rows`` of column j, whose differences ``num`` ± ``err`` read a slope
+    that fails, measured again across f's stairs where f goes on in stairs along x_j
+    (stairs beside a smooth float64 term: the steps shrank onto a stair and read the
+    smooth term's slope alone); new arrays and the evaluations it took."""
+    num, err = onp.array(num, dtype=float), onp.array(err, dtype=float)
+    base = float(p.steps("forward")[j])
+    measured, nfev = across_stairs(p, {(int(i), int(j)): 32.0 * base for i in rows}, y0)
+    pos = {int(i): k for k, i in enumerate(rows)}
+    for (i, _), across in measured.items():
+        if across.measured:
+            num[pos[i]], err[pos[i]] = across.est, across.err
+    return num, err, nfev
+
+
 def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
     """Per row and side (+v, -v): the step at which f first changes along v, doubling
     the step from twice ``reach`` (NaN where it does not within ``limit``, or is back
@@ -174,15 +192,17 @@ BEYOND = 9
 #: Their spacings, in units of the edge's step, each tried where the last found no
 #: stairs: where the stairs of several intermediates interleave (a float32 loss of
 #: three outputs, each on its own grid), f's stairs are that much narrower than the
-#: first edge it met, and a smooth f beyond a dead zone's edge moves at every spacing.
-FINER = (3 / 8, 3 / 32, 3 / 128)
+#: first edge it met, and a smooth f beyond a dead zone's edge moves at every spacing;
+#: where a smooth term beside the stairs moves f at once, the first "edge" is no stair's
+#: and the stairs can be far wider (coarser spacings, up to a span of 49 edges).
+FINER = (3 / 8, 3 / 32, 3 / 128, 3 / 2, 6)
 
 
 def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
     """Per row, whether f goes on in stairs past the edge it first met (on the nearer
     side: ``first`` holds the step of the first change per side, NaN where none): two
     of :data:`BEYOND` points spaced 3/8 of that step apart (or finer: :data:`FINER`)
-    share a value. A flat
+    share a value, or they go up and down against their trend (:func:`_rough`). A flat
     stretch that ends in a kink (a dead zone, a clip) is no staircase: the slope
     across it is no derivative. An edge met at the first step (``start``) is looked
     for closer in, halving the step (a float32 staircase's stairs are that fine)."""
@@ -199,8 +219,30 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
             Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
             nfev += BEYOND
             mine = (edge == h) & (side == s)
-            out |= mine & onp.any(Y[1:] == Y[:-1], axis=0)
+            out |= mine & (onp.any(Y[1:] == Y[:-1], axis=0) | _rough(Y, onp.array(offsets)))
     return out, nfev
+
+
+def _rough(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
+    """Per column of samples ``Y`` (points, rows) at increasing ``offsets``: whether
+    they go on in stairs beside a smooth float64 term (``exp(2·sin(x).float()
+    .double()) + x``: no two values equal). The changes of their slopes between
+    neighbours are a stair's height over the spacing, up and down, where an edge is
+    crossed (three times at least, both signs, all alike within 2x), and the smooth
+    term's (with the values' rounding), a thousandth of that or less. A jump gives one
+    up and one down, a kink one spike, an oscillation (``x + 1e-10·sin(1e7·x)``) changes
+    of every size."""
+    gaps = onp.diff(offsets)[:, None]
+    with onp.errstate(all="ignore"):
+        slopes = onp.diff(Y, axis=0) / gaps
+        d2 = onp.diff(slopes, axis=0)
+        top = onp.max(onp.abs(d2), axis=0)
+        rounding = 64.0 * onp.finfo(float).eps * onp.max(onp.abs(Y), axis=0) / onp.min(gaps)
+        tol = onp.maximum(rounding, 1e-3 * top)
+        big = onp.abs(d2) > tol
+        ups, downs = onp.sum(d2 > tol, axis=0), onp.sum(d2 < -tol, axis=0)
+        lo = onp.nanmin(onp.where(big, onp.abs(d2), onp.nan), axis=0, initial=onp.inf)
+    return (ups >= 1) & (downs >= 1) & (ups + downs >= 3) & (top <= 2.0 * lo)
 
 
 #: Halvings of the first step an edge is looked for within.
