@@ -212,6 +212,38 @@ def operator_rows(device: str, n: int = 300) -> None:
                 }
 
 
+def cast_rows(device: str, gen) -> None:
+    """Mixed precision inside float64 code, on the device: a half model's output in a
+    float64 loss, and a float32 branch beside a float64 residual (right rules: every
+    check must pass; both are staircases in x, flat at x)."""
+    W = torch.randn(8, 4, generator=gen, dtype=torch.float64).to(device)
+    t = torch.randn(6, 4, generator=gen, dtype=torch.float64).to(device)
+    x = torch.randn(6, 8, generator=gen, dtype=torch.float64).to(device)
+
+    def loss(x):
+        return ((torch.tanh(x @ W).half().double() - t) ** 2).mean()
+
+    def residual(x):
+        return x + torch.tanh(x @ W @ W.T / 8).float().double()
+
+    cases = {
+        "mse(tanh(x @ W).half().double(), t)": loss,
+        "x + tanh(x @ W @ W.T / 8).float().double()": residual,
+    }
+    for name, f in cases.items():
+
+        @probe(f"{name} on {device}, right", "PASSED")
+        def _(f=f):
+            report, t = timed(lambda: gx.check_grads(f, x))
+            return {
+                "gx": entries(report),
+                "gx_s": round(t, 2),
+                "device": report.device,
+                "copies": report.copies,
+                "gradcheck": gradcheck(f, x),
+            }
+
+
 def run_probes(device: str, small: bool) -> None:
     n_kernel, n_big = 300, (2_000 if small else 1_000_000)
     gen = torch.Generator(device="cpu").manual_seed(0)
@@ -243,6 +275,7 @@ def run_probes(device: str, small: bool) -> None:
         except ImportError:
             ROWS.append({"probe": "Triton kernel", "gx": "skipped: no triton"})
     kernel_rows(elementwise_function, f"{device} autograd.Function")
+    cast_rows(device, gen)
     operator_rows(device)
 
     @probe(f"locate MyFunction.apply on {device}", "culprit: Softplus")

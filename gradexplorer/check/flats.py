@@ -100,18 +100,22 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
         if int(i) in stairs_rows and (int(i), int(j)) not in narrow and (i, j) not in jumps
     }
     nfev += _judge_across(p, est, jd, A, others)
-    # failing entries of outputs uneven at the scale of the step, whose differences
-    # read a slope (stairs beside a smooth float64 term, x + exp(h(x).float()): the
-    # steps shrank onto a stair and read the smooth term's alone), where f goes on in
-    # stairs along their input
-    structured = est.noise.structured[:, None]
-    judged = set(narrow) | set(others) | set(jd.across)
-    rough = {
-        (int(i), int(j)): 32.0 * float(base[j])
-        for i, j in onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & structured)
-        if (int(i), int(j)) not in judged and (i, j) not in jumps
-    }
-    return nfev + _judge_across(p, est, jd, A, rough)
+    # failing entries of outputs uneven at the scale of the step, then of any output once
+    # f was seen on stairs, whose differences read a slope (stairs beside a smooth
+    # float64 term, x + exp(h(x).float()): the steps shrank onto a stair and read the
+    # smooth term's alone), where f goes on in stairs along their input
+    judged = set(narrow) | set(others)
+    for everywhere in (False, True):
+        rows = onp.full(p.m, bool(jd.across)) if everywhere else est.noise.structured
+        judged |= set(jd.across)
+        rough = {
+            (int(i), int(j)): 32.0 * float(base[j])
+            for i, j in onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & rows[:, None])
+            if (int(i), int(j)) not in judged and (i, j) not in jumps
+        }
+        judged |= set(rough)
+        nfev += _judge_across(p, est, jd, A, rough)
+    return nfev
 
 
 def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: float, V: float):

@@ -214,7 +214,11 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
     for spacing in FINER:
         for h, s in {(float(h), int(s)) for h, s in zip(edge[~out], side[~out]) if onp.isfinite(h)}:
             sign = 1.0 if s == 0 else -1.0
-            offsets = [snap(h * (1 + spacing * k)) for k in range(BEYOND)]
+            # (on a coarse grid, x read through float16, fine spacings snap to the same
+            # points, whose equal values say nothing)
+            offsets = sorted({snap(h * (1 + spacing * k)) for k in range(BEYOND)})
+            if len(offsets) < BEYOND:
+                continue
             X = onp.stack([p.x0 + sign * o * v for o in offsets])
             Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
             nfev += BEYOND
