@@ -212,6 +212,18 @@ def operator_rows(device: str, n: int = 300) -> None:
                 }
 
 
+def check_row(f, x) -> dict:
+    """gx's full check of f at x beside torch's gradcheck, as a row of the table."""
+    report, t = timed(lambda: gx.check_grads(f, x))
+    return {
+        "gx": entries(report),
+        "gx_s": round(t, 2),
+        "device": report.device,
+        "copies": report.copies,
+        "gradcheck": gradcheck(f, x),
+    }
+
+
 def cast_rows(device: str, gen) -> None:
     """Mixed precision inside float64 code, on the device: a half model's output in a
     float64 loss, and a float32 branch beside a float64 residual (right rules: every
@@ -234,14 +246,7 @@ def cast_rows(device: str, gen) -> None:
 
         @probe(f"{name} on {device}, right", "PASSED")
         def _(f=f):
-            report, t = timed(lambda: gx.check_grads(f, x))
-            return {
-                "gx": entries(report),
-                "gx_s": round(t, 2),
-                "device": report.device,
-                "copies": report.copies,
-                "gradcheck": gradcheck(f, x),
-            }
+            return check_row(f, x)
 
 
 def run_probes(device: str, small: bool) -> None:
@@ -258,14 +263,7 @@ def run_probes(device: str, small: bool) -> None:
                 "FAILED at [(137, 137)]" if wrong else "PASSED",
             )
             def _(f=f):
-                report, t = timed(lambda: gx.check_grads(f, x300))
-                return {
-                    "gx": entries(report),
-                    "gx_s": round(t, 2),
-                    "device": report.device,
-                    "copies": report.copies,
-                    "gradcheck": gradcheck(f, x300),
-                }
+                return check_row(f, x300)
 
     if device.startswith("cuda"):
         try:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as onp
 
 from ..fd.directional import directional_derivatives
-from ..fd.formats import FLOAT32
 from ..fd.noise import probe_noise
 from ..fd.reasons import Unresolvable
 from .determinism import backward_spread
 from .diagnosis import empty_report
 from .exactness import Cause, precision_note, rule_exactness
+from .fallbacks import mixed_precision, narrow_reading
 from .fastctx import Along, FastContext, allowed
 from .fastlinearity import nonlinear_jvp_rows, nonlinear_vjp_columns
 from .full import full_check
@@ -56,7 +56,7 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
     ctx.notes.extend(notes)
     entries, precision, slack = _linearity(ctx, opts)
     failing, unresolved = None, 0
-    why = ctx.mixed_precision or _narrow_reading(p)
+    why = ctx.mixed_precision or narrow_reading(p)
     if why and _affordable(p):
         entries += _fall_back(ctx, p, opts, why)
     else:
@@ -198,7 +198,7 @@ def _linearity(ctx: FastContext, opts: Options):
         ctx.rtol = max(ctx.rtol or 0.0, precision + slack, RTOL_ULPS * float(ctx.col_eps.max()))
         ctx.notes.append(precision_note("VJP", "cotangent", exact))
         lin = onp.zeros_like(lin)
-        ctx.mixed_precision = _mixed(exact)
+        ctx.mixed_precision = mixed_precision(exact)
         if ctx.mixed_precision and not _affordable(ctx.p):
             ctx.notes.append(
                 f"{ctx.mixed_precision}: too large to fall back on the full check, so here "
@@ -225,37 +225,6 @@ def _linearity(ctx: FastContext, opts: Options):
     # the row search may subtract VJPs only if they are linear
     ctx.linear = not suspects.size and not rounding
     return entries, precision, slack
-
-
-def _mixed(exact) -> str:
-    """Why a rule's precision cannot be judged through projections (empty: it can)."""
-    if exact.cause is Cause.ARGUMENT:
-        return (
-            "the VJP rounds its cotangent, so a projection's random cotangent carries a "
-            "rounding the Jacobian's entries (unit cotangents) do not"
-        )
-    if exact.where is not None:
-        return (
-            "the VJP computes in a narrow format in some input coordinates and not in "
-            "others, which every projection mixes"
-        )
-    return ""
-
-
-def _narrow_reading(p: Problem) -> str:
-    """Why projections cannot judge an f that reads x through float16 or bfloat16
-    (empty: they can): one step along a random direction, on that format's grid in
-    every coordinate, resolves a projection only to the format's rounding of f (a
-    gelu layer's gradient off by 1 at one entry of 640 passed), where the full check's
-    columns grow their steps until each entry settles. float32's rounding leaves
-    projections sharp enough (a rule off by 1e-3 is found in 55 of 60 checks)."""
-    fmt = p.narrow_format
-    if fmt is None or fmt.eps <= FLOAT32.eps:
-        return ""
-    return (
-        f"f reads x through {fmt.name}: a projection's one step along a random direction "
-        "resolves it only to that format's rounding"
-    )
 
 
 def _project(ctx: FastContext, U, y0_ext, precision, slack, opts: Options):
