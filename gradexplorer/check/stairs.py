@@ -195,13 +195,13 @@ BEYOND = 9
 #: first edge it met, and a smooth f beyond a dead zone's edge moves at every spacing;
 #: where a smooth term beside the stairs moves f at once, the first "edge" is no stair's
 #: and the stairs can be far wider (coarser spacings, up to a span of 49 edges).
-FINER = (3 / 8, 3 / 32, 3 / 128, 3 / 2, 6)
+SPACINGS = (3 / 8, 3 / 32, 3 / 128, 3 / 2, 6)
 
 
 def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
     """Per row, whether f goes on in stairs past the edge it first met (on the nearer
     side: ``first`` holds the step of the first change per side, NaN where none): two
-    of :data:`BEYOND` points spaced 3/8 of that step apart (or finer: :data:`FINER`)
+    of :data:`BEYOND` points spaced 3/8 of that step apart (or at other spacings: :data:`SPACINGS`)
     share a value, or they go up and down against their trend (:func:`_rough`). A flat
     stretch that ends in a kink (a dead zone, a clip) is no staircase: the slope
     across it is no derivative. An edge met at the first step (``start``) is looked
@@ -211,7 +211,7 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
     edge = near[onp.arange(rows.size), side]
     edge, nfev = _closer_edges(p, v, rows, edge, side, start, y0, snap)
     out = onp.zeros(rows.size, bool)
-    for spacing in FINER:
+    for spacing in SPACINGS:
         for h, s in {(float(h), int(s)) for h, s in zip(edge[~out], side[~out]) if onp.isfinite(h)}:
             sign = 1.0 if s == 0 else -1.0
             # (on a coarse grid, x read through float16, fine spacings snap to the same
