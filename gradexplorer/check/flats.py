@@ -115,7 +115,31 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
         }
         judged |= set(rough)
         nfev += _judge_across(p, est, jd, A, rough)
+    nfev += _judge_across(p, est, jd, A, _vague(p, est, jd, A, judged | set(jumps)), sharpen=True)
     return nfev
+
+
+#: An entry whose allowed difference is wider than this share of its value cannot
+#: tell a rule off by that much from a right one.
+VAGUE_SHARE = 0.01
+
+
+def _vague(p: Problem, est: Estimates, jd: Judgement, A, judged: set) -> dict:
+    """Entries that passed on outputs uneven at the scale of the step, within an FD
+    error too wide to see a rule off by :data:`VAGUE_SHARE` (a float64 loss of many
+    float16 intermediates: no two of f's values equal, so no stair was seen, and the
+    steps shrank until f looked smooth): measured across the stairs where f goes on in
+    stairs along their input, as cells ``{(i, j): reach}``."""
+    base = p.steps("forward")
+    with onp.errstate(invalid="ignore"):
+        wide = FD_SAFETY * jd.E > VAGUE_SHARE * onp.abs(onp.real(A))
+    right = jd.verdicts == Verdict.RIGHT.code
+    rows = est.noise.structured[:, None]
+    return {
+        (int(i), int(j)): 32.0 * float(base[j])
+        for i, j in onp.argwhere(right & wide & rows & (est.N != 0) & onp.isfinite(jd.E))
+        if (int(i), int(j)) not in judged
+    }
 
 
 def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: float, V: float):
@@ -131,11 +155,14 @@ def _judge_flat(jd: Judgement, est: Estimates, ij, a: float, n: float, err: floa
 KNOWN_STAIRS = 4.0
 
 
-def _judge_across(p: Problem, est: Estimates, jd: Judgement, A, narrow: dict) -> int:
+def _judge_across(
+    p: Problem, est: Estimates, jd: Judgement, A, narrow: dict, *, sharpen: bool = False
+) -> int:
     """Flat cells whose stairs end within reach, judged against the slope across
     many stairs (:func:`~.stairs.across_stairs`); those whose stairs are too wide
     are unresolved (a staircase), and where f does not move within reach, the
-    verdict stands. Returns the evaluations it took."""
+    verdict stands. ``sharpen``: only where the slope across the stairs is known more
+    closely than the differences knew theirs. Returns the evaluations it took."""
     if not narrow:
         return 0
     measured, nfev = across_stairs(p, narrow, est.y0)
@@ -143,6 +170,8 @@ def _judge_across(p: Problem, est: Estimates, jd: Judgement, A, narrow: dict) ->
     # float32 output's visible grid) were judged rightly as they were
     least = least_change(p, est)
     measured = {ij: a for ij, a in measured.items() if a.height > KNOWN_STAIRS * least[ij]}
+    if sharpen:
+        measured = {ij: a for ij, a in measured.items() if a.measured and a.err < jd.E[ij]}
     jd.across.update(measured)
     for ij in (ij for ij, across in measured.items() if not across.measured):
         # f moves within reach, in stairs too wide to measure the slope across: its
@@ -198,5 +227,6 @@ def _across_notes(p: Problem, jd: Judgement) -> list[str]:
         f"again over a wider step (~{first.step:.1g} there): f that rounds something to a "
         "narrow format on the way (a cast to float16, a float32 accumulator) is a staircase, "
         "flat at x, and the slope across many of its stairs is the derivative the rule "
-        "computes. Each is judged against that, to within the stairs' height over the step."
+        "computes. Each is judged against a slope fitted through many points across them, to "
+        "within what their scatter about it allows."
     ]

@@ -22,6 +22,7 @@ import numpy as onp
 from ..fd.sampling import exact_steps
 from .kinks import reach_limit
 from .problem import Problem
+from .slopefit import fit_slope, jittered_offsets
 
 __all__ = [
     "Across", "across_stairs", "across_stairs_along", "across_stairs_columns",
@@ -89,25 +90,26 @@ def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, in
     farther = onp.nanmax(onp.where(onp.isnan(first), -onp.inf, first), axis=1)
     width = onp.where(stairs, farther, onp.nan)
     found = onp.isfinite(width)
-    if not found.any():
-        return {}, nfev
-    widest = float(onp.max(width[found]))
-    step = min(SPAN * widest, 0.5 * limit)
-    if step < FEWEST * widest:  # stairs too wide for a slope over many of them
-        return {
-            int(i): Across(onp.nan, onp.inf, onp.nan, float(width[k]), float(height[k]))
-            for k, i in enumerate(rows)
-            if found[k]
-        }, nfev
+    # a row whose stairs are too wide for a slope over many of them within reach is
+    # left unmeasured, and does not widen the step of the others (a saturated output's
+    # stairs, tanh's near 1, are ~30x as wide as its neighbours')
+    fits = found & (FEWEST * width <= 0.5 * limit)
+    wide = {
+        int(i): Across(onp.nan, onp.inf, onp.nan, float(width[k]), float(height[k]))
+        for k, i in enumerate(rows)
+        if found[k] and not fits[k]
+    }
+    if not fits.any():
+        return wide, nfev
+    step = min(SPAN * float(onp.max(width[fits])), 0.5 * limit)
     step = snap(step)
-    est, err = _central(p, v, step, rows)
-    err = err + height / step
+    est, err, used = _fitted(p, v, (2.0 * step, limit), rows, height, width[fits].max(), snap)
     out = {
         int(i): Across(float(est[k]), float(err[k]), step, float(width[k]), float(height[k]))
         for k, i in enumerate(rows)
-        if found[k] and onp.isfinite(est[k]) and onp.isfinite(err[k])
+        if fits[k] and onp.isfinite(est[k]) and onp.isfinite(err[k])
     }
-    return out, nfev + 2 * (len(MULTIPLES) + 1)
+    return out | wide, nfev + used
 
 
 def _snapper(p: Problem, v, support):
@@ -273,22 +275,36 @@ def _closer_edges(p: Problem, v, rows, edge, side, start: float, y0, snap):
     return edge, nfev
 
 
-#: The step's multiples the central differences are taken at: their spread is the
-#: stairs' rounding as the samples show it (a stair's first change can be a small one
-#: where stairs of several intermediates interleave), 2 gives their truncation.
-MULTIPLES = (1.0, 8 / 7, 9 / 7, 10 / 7)
+#: Spans a fit's points reach that one more set of points is taken over: up to the
+#: limit of the reach, where the stairs' width asks for a span this many times shorter
+#: (interleaved stairs are far narrower than their rounding is tall, and a cubic
+#: takes the curvature of a wide span).
+WIDER = 4.0
 
 
-def _central(p: Problem, v, step: float, rows) -> tuple[onp.ndarray, onp.ndarray]:
-    """The mean of the central differences over :data:`MULTIPLES` of ``step`` along v,
-    and its error besides the stairs' height: their spread, and their truncation (the
-    gap to the difference over twice the step)."""
-    offsets = [*MULTIPLES, 2.0]
-    X = onp.stack([p.x0 + sign * c * step * v for c in offsets for sign in (1.0, -1.0)])
-    Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
-    with onp.errstate(all="ignore"):
-        D = onp.stack([(Y[2 * k] - Y[2 * k + 1]) / (2 * c * step) for k, c in enumerate(offsets)])
-        near = D[: len(MULTIPLES)]
-        mean = near.mean(axis=0)
-        err = (near.max(axis=0) - near.min(axis=0)) + onp.abs(D[0] - D[-1])
-    return mean, err
+def _fitted(p: Problem, v, spans, rows, height, width: float, snap) -> tuple:
+    """The slope along v fitted through pairs of points (:func:`~.slopefit.fit_slope`)
+    out to the first of ``spans`` (64 stairs either side), and to the last too (the
+    limit of the reach, and half of it) where it is :data:`WIDER`; per row the fit
+    known most closely, its error, and the evaluations it took."""
+    short, limit = spans
+    est, err = onp.full(rows.size, onp.nan), onp.full(rows.size, onp.inf)
+    nfev = 0
+    for span, shares in ((short, (1.0,)), (limit, (1.0, 0.5))):
+        if span != short and span < WIDER * short:
+            continue
+        offsets = onp.unique([snap(o) for o in jittered_offsets(span)])
+        offsets = offsets[offsets > 0]
+        X = onp.concatenate([p.x0 + offsets[:, None] * v, p.x0 - offsets[:, None] * v])
+        Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
+        nfev += X.shape[0]
+        with onp.errstate(all="ignore"):
+            D = (Y[: offsets.size] - Y[offsets.size :]) / 2
+        for share in shares:
+            within = offsets <= share * offsets.max()
+            if within.sum() < 6:  # a grid too coarse for that many points in the span
+                continue
+            e, r = fit_slope(offsets[within], D[within], height=height, width=width)
+            better = onp.isfinite(e) & (r < err)
+            est, err = onp.where(better, e, est), onp.where(better, r, err)
+    return est, err, nfev
