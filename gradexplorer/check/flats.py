@@ -114,7 +114,7 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
             if (int(i), int(j)) not in judged and (i, j) not in jumps
         }
         judged |= set(rough)
-        nfev += _judge_across(p, est, jd, A, rough)
+        nfev += _judge_across(p, est, jd, A, rough, read_a_slope=True)
     nfev += _judge_across(p, est, jd, A, _vague(p, est, jd, A, judged | set(jumps)), sharpen=True)
     return nfev
 
@@ -156,13 +156,23 @@ KNOWN_STAIRS = 4.0
 
 
 def _judge_across(
-    p: Problem, est: Estimates, jd: Judgement, A, narrow: dict, *, sharpen: bool = False
+    p: Problem,
+    est: Estimates,
+    jd: Judgement,
+    A,
+    narrow: dict,
+    *,
+    read_a_slope: bool = False,
+    sharpen: bool = False,
 ) -> int:
     """Flat cells whose stairs end within reach, judged against the slope across
     many stairs (:func:`~.stairs.across_stairs`); those whose stairs are too wide
     are unresolved (a staircase), and where f does not move within reach, the
-    verdict stands. ``sharpen``: only where the slope across the stairs is known more
-    closely than the differences knew theirs. Returns the evaluations it took."""
+    verdict stands. ``read_a_slope``: cells whose differences read a slope keep their
+    verdict where the stairs are too wide to measure across (``x² + floor(10·x)``: a
+    smooth term beside stairs a tenth wide, whose slope is the derivative at x);
+    ``sharpen``: only where the slope across the stairs is known more closely than the
+    differences knew theirs. Returns the evaluations it took."""
     if not narrow:
         return 0
     measured, nfev = across_stairs(p, narrow, est.y0)
@@ -170,8 +180,10 @@ def _judge_across(
     # float32 output's visible grid) were judged rightly as they were
     least = least_change(p, est)
     measured = {ij: a for ij, a in measured.items() if a.height > KNOWN_STAIRS * least[ij]}
+    if read_a_slope or sharpen:
+        measured = {ij: a for ij, a in measured.items() if a.measured}
     if sharpen:
-        measured = {ij: a for ij, a in measured.items() if a.measured and a.err < jd.E[ij]}
+        measured = {ij: a for ij, a in measured.items() if a.err < jd.E[ij]}
     jd.across.update(measured)
     for ij in (ij for ij, across in measured.items() if not across.measured):
         # f moves within reach, in stairs too wide to measure the slope across: its

@@ -17,7 +17,7 @@ plus the gap to a fit with a fifth-power term (the truncation the cubic leaves).
 >>> import numpy as np
 >>> offsets, D = np.linspace(0.01, 1, 16), None
 >>> D = (np.round(np.sin(0.3 + offsets) * 512) - np.round(np.sin(0.3 - offsets) * 512)) / 1024
->>> est, err = fit_slope(offsets, D[:, None], height=np.array([1 / 512]), width=1 / 512)
+>>> est, err, _ = fit_slope(offsets, D[:, None], height=np.array([1 / 512]), width=1 / 512)
 >>> bool(abs(est[0] - np.cos(0.3)) <= err[0] < 0.01)
 True
 """
@@ -47,10 +47,10 @@ def jittered_offsets(span: float) -> onp.ndarray:
 
 def fit_slope(
     offsets: onp.ndarray, D: onp.ndarray, *, height: onp.ndarray, width: float
-) -> tuple[onp.ndarray, onp.ndarray]:
+) -> tuple[onp.ndarray, onp.ndarray, onp.ndarray]:
     """The slope per column of ``D`` (half the differences ``f(x + o) - f(x - o)`` at
-    ``offsets`` o, (pairs, rows)) and its error, for stairs of ``height`` (per row) and
-    ``width`` (the widest)."""
+    ``offsets`` o, (pairs, rows)), its error, and the points' scatter about the fit
+    (in f's units), for stairs of ``height`` (per row) and ``width`` (the widest)."""
     t = onp.asarray(offsets, dtype=float)
     span = float(t.max())
     u = t / span  # (conditioning)
@@ -71,4 +71,4 @@ def fit_slope(
         bounded = scatter * onp.sqrt(3.0) <= height
         noise = onp.where(bounded, onp.minimum(stat, worst), stat)
         err = noise + onp.abs(b3 - b5)
-    return b3 / span, err / span
+    return b3 / span, err / span, scatter

@@ -7,10 +7,9 @@ staircase in x whose stairs are a few float16 ulps of h wide, and whose values
 lie on no coarse grid (:mod:`gradexplorer.fd.quantum` sees none). Its derivative
 at x is 0, and says nothing of the smooth function AD differentiates; the finite
 differences shrink onto the stair and read 0. The slope over many stairs does
-say it: over a step ``SPAN`` stairs wide, each sample is within one stair's
-height of the smooth function, so the central difference is off by at most a
-stair's height over the step, besides its truncation (what a step twice as wide
-shows).
+say it: each sample is within a stair's height of the smooth function, and a
+slope fitted through many samples spread over ``SPAN`` stairs or more either side
+is known to within what their scatter about it shows (:mod:`.slopefit`).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ __all__ = [
     "across_stairs_entries", "SPAN",
 ]  # fmt: skip
 
-#: Stairs the step of the difference across them spans (its error: 1/SPAN of the slope).
+#: Stairs the step spans (the shortest fit across them reaches twice as far either side).
 SPAN = 64.0
 #: ... and at least this many (a wider stair leaves the entry unresolved).
 FEWEST = 8.0
@@ -37,8 +36,9 @@ FEWEST = 8.0
 
 @dataclass(frozen=True)
 class Across:
-    """The slope across stairs of one entry: the central difference ``est`` over
-    ``step`` (``SPAN`` stairs of ``width`` and ``height``), known to within ``err``;
+    """The slope across stairs of one entry: ``est``, fitted through points out to
+    twice ``step`` or farther (``SPAN`` stairs of ``width`` and ``height``), known to
+    within ``err``;
     NaN, with an infinite error, where the stairs are too wide for it."""
 
     est: float
@@ -85,10 +85,12 @@ def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, in
     limit = float(onp.min(reach_limit(p.x0[support]) / onp.abs(v[support])))
     snap = _snapper(p, v, support)
     first, height, nfev = _stair(p, v, rows, reach, y0, limit, snap)
-    stairs, used = _stairs_beyond(p, v, rows, first, snap(2.0 * reach), y0, snap)
+    stairs, spacing, used = _stairs_beyond(p, v, rows, first, snap(2.0 * reach), y0, snap, limit)
     nfev += used
     farther = onp.nanmax(onp.where(onp.isnan(first), -onp.inf, first), axis=1)
-    width = onp.where(stairs, farther, onp.nan)
+    # where a smooth term moves f at once, its first change is no stair's edge: the
+    # stairs are about as wide as a few of the spacings they were seen at
+    width = onp.where(stairs, onp.fmax(farther, 3.0 * spacing), onp.nan)
     found = onp.isfinite(width)
     # a row whose stairs are too wide for a slope over many of them within reach is
     # left unmeasured, and does not widen the step of the others (a saturated output's
@@ -196,26 +198,48 @@ BEYOND = 9
 #: three outputs, each on its own grid), f's stairs are that much narrower than the
 #: first edge it met, and a smooth f beyond a dead zone's edge moves at every spacing;
 #: where a smooth term beside the stairs moves f at once, the first "edge" is no stair's
-#: and the stairs can be far wider (coarser spacings, up to a span of 49 edges).
+#: and the stairs can be far wider: coarser spacings, and beyond them (:data:`COARSER`)
+#: doubling ones until the points reach the limit of the reach (float16's stairs are
+#: ~10^3 times the first step wide).
 SPACINGS = (3 / 8, 3 / 32, 3 / 128, 3 / 2, 6)
+#: The factor between the spacings tried beyond :data:`SPACINGS`: the points see stairs
+#: at spacings of a quarter to a half of their width (two edges crossed at least, and no
+#: interval across several), a window a factor of 2 must not step over.
+COARSER = 2.0
 
 
-def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
+def _spacings(h: float, limit: float):
+    """The spacings tried beyond an edge at step h (:data:`SPACINGS`, then
+    :data:`COARSER` ones while the points stay within ``limit``)."""
+    yield from SPACINGS
+    spacing = SPACINGS[-1] * COARSER
+    while h * (1 + spacing * (BEYOND - 1)) <= limit:
+        yield spacing
+        spacing *= COARSER
+
+
+def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: float):
     """Per row, whether f goes on in stairs past the edge it first met (on the nearer
     side: ``first`` holds the step of the first change per side, NaN where none): two
-    of :data:`BEYOND` points spaced 3/8 of that step apart (or at other spacings: :data:`SPACINGS`)
-    share a value, or they go up and down against their trend (:func:`_rough`). A flat
-    stretch that ends in a kink (a dead zone, a clip) is no staircase: the slope
-    across it is no derivative. An edge met at the first step (``start``) is looked
-    for closer in, halving the step (a float32 staircase's stairs are that fine)."""
+    of :data:`BEYOND` points spaced 3/8 of that step apart (or at other spacings:
+    :func:`_spacings`) share a value, or they go up and down against their trend
+    (:func:`_rough`); the spacing they were seen at (NaN where none); and the
+    evaluations taken. A flat stretch that ends in a kink (a dead zone, a clip) is no
+    staircase: the slope across it is no derivative. An edge met at the first step
+    (``start``) is looked for closer in, halving the step (a float32 staircase's stairs
+    are that fine)."""
     near = onp.where(onp.isnan(first), onp.inf, first)
     side = onp.argmin(near, axis=1)  # 0: +v, 1: -v
     edge = near[onp.arange(rows.size), side]
     edge, nfev = _closer_edges(p, v, rows, edge, side, start, y0, snap)
     out = onp.zeros(rows.size, bool)
-    for spacing in SPACINGS:
-        for h, s in {(float(h), int(s)) for h, s in zip(edge[~out], side[~out]) if onp.isfinite(h)}:
-            sign = 1.0 if s == 0 else -1.0
+    seen = onp.full(rows.size, onp.nan)
+    for h, s in {(float(h), int(s)) for h, s in zip(edge, side) if onp.isfinite(h)}:
+        sign = 1.0 if s == 0 else -1.0
+        mine = (edge == h) & (side == s)
+        for spacing in _spacings(h, limit):
+            if not (mine & ~out).any():
+                break
             # (on a coarse grid, x read through float16, fine spacings snap to the same
             # points, whose equal values say nothing)
             offsets = sorted({snap(h * (1 + spacing * k)) for k in range(BEYOND)})
@@ -224,9 +248,10 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap):
             X = onp.stack([p.x0 + sign * o * v for o in offsets])
             Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
             nfev += BEYOND
-            mine = (edge == h) & (side == s)
-            out |= mine & (onp.any(Y[1:] == Y[:-1], axis=0) | _rough(Y, onp.array(offsets)))
-    return out, nfev
+            found = mine & ~out & (onp.any(Y[1:] == Y[:-1], axis=0) | _rough(Y, onp.array(offsets)))
+            seen = onp.where(found, h * spacing, seen)
+            out |= found
+    return out, seen, nfev
 
 
 def _rough(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
@@ -275,36 +300,61 @@ def _closer_edges(p: Problem, v, rows, edge, side, start: float, y0, snap):
     return edge, nfev
 
 
-#: Spans a fit's points reach that one more set of points is taken over: up to the
-#: limit of the reach, where the stairs' width asks for a span this many times shorter
-#: (interleaved stairs are far narrower than their rounding is tall, and a cubic
-#: takes the curvature of a wide span).
-WIDER = 4.0
+#: The factor between the spans of successive fits, from 64 stairs of the narrowest
+#: either side up to the limit of the reach.
+LADDER = 8.0
+#: A fit whose scatter exceeds the least one's this many times fits no cubic: its
+#: misfit grows as the fifth power of the span (40x over 4x for ``sin(20·x)`` past a
+#: period, 140x over 16x for ``sin(1000·x)``), where the stairs' rounding grows only
+#: while a wider span takes in taller, wider stairs of other intermediates (6x over
+#: 256x where twenty bfloat16 terms interleave).
+MISFIT_JUMP = 16.0
 
 
 def _fitted(p: Problem, v, spans, rows, height, width: float, snap) -> tuple:
     """The slope along v fitted through pairs of points (:func:`~.slopefit.fit_slope`)
-    out to the first of ``spans`` (64 stairs either side), and to the last too (the
-    limit of the reach, and half of it) where it is :data:`WIDER`; per row the fit
-    known most closely, its error, and the evaluations it took."""
-    short, limit = spans
-    est, err = onp.full(rows.size, onp.nan), onp.full(rows.size, onp.inf)
+    out to spans from the first of ``spans`` (64 stairs of the narrowest either side)
+    up to the last (the limit of the reach), :data:`LADDER` times wider each, up to one
+    that fits no cubic (:data:`MISFIT_JUMP`); per row the widest fit, known to within
+    its error or its gap to the fit one span shorter, whichever is larger, and the
+    evaluations it took. A short span can sit within a few stairs of a tall staircase
+    (fifty bfloat16 terms interleave: the narrowest sets the first span) and be off by
+    several times its scatter's error; a wide one where f is no cubic fits a chord."""
+    span, limit = spans
+    span = min(span, limit)  # (a step snapped onto x's grid can pass it by a hair)
+    est = err = least = None
+    live = onp.ones(rows.size, bool)
     nfev = 0
-    for span, shares in ((short, (1.0,)), (limit, (1.0, 0.5))):
-        if span != short and span < WIDER * short:
+    while span <= limit and live.any():
+        offsets, D, used = _pairs(p, v, span, rows, snap)
+        nfev += used
+        span *= LADDER
+        if offsets.size < 6:  # a grid too coarse for that many points in the span
             continue
-        offsets = onp.unique([snap(o) for o in jittered_offsets(span)])
-        offsets = offsets[offsets > 0]
-        X = onp.concatenate([p.x0 + offsets[:, None] * v, p.x0 - offsets[:, None] * v])
-        Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
-        nfev += X.shape[0]
-        with onp.errstate(all="ignore"):
-            D = (Y[: offsets.size] - Y[offsets.size :]) / 2
-        for share in shares:
-            within = offsets <= share * offsets.max()
-            if within.sum() < 6:  # a grid too coarse for that many points in the span
-                continue
-            e, r = fit_slope(offsets[within], D[within], height=height, width=width)
-            better = onp.isfinite(e) & (r < err)
-            est, err = onp.where(better, e, est), onp.where(better, r, err)
+        e, r, scatter = fit_slope(offsets, D, height=height, width=width)
+        if est is None:  # the first span: its gap to the fit over its inner half
+            inner = offsets <= 0.5 * offsets.max()
+            est = fit_slope(offsets[inner], D[inner], height=height, width=width)[0]
+            est, err, least = onp.where(inner.sum() >= 6, est, e), r, scatter
+        floor = 64 * onp.finfo(float).eps * onp.max(onp.abs(D), axis=0)
+        with onp.errstate(invalid="ignore"):
+            live &= onp.isfinite(e) & (scatter <= MISFIT_JUMP * onp.fmax(least, floor))
+            least = onp.fmin(least, scatter)
+        gap = onp.abs(e - est)
+        est = onp.where(live, e, est)
+        err = onp.where(live, onp.fmax(r, onp.where(onp.isfinite(gap), gap, onp.inf)), err)
+    if est is None:
+        return onp.full(rows.size, onp.nan), onp.full(rows.size, onp.inf), nfev
     return est, err, nfev
+
+
+def _pairs(p: Problem, v, span: float, rows, snap) -> tuple:
+    """Jittered offsets out to ``span`` along v (on x's grid along a coordinate), half
+    the differences of f's ``rows`` across x at each, and the evaluations taken."""
+    offsets = onp.unique([snap(o) for o in jittered_offsets(span)])
+    offsets = offsets[offsets > 0]
+    X = onp.concatenate([p.x0 + offsets[:, None] * v, p.x0 - offsets[:, None] * v])
+    Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
+    with onp.errstate(all="ignore"):
+        D = (Y[: offsets.size] - Y[offsets.size :]) / 2
+    return offsets, D, X.shape[0]
