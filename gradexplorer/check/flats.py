@@ -94,29 +94,77 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
     # no stair height (the values lie on no grid), so they are judged across the stairs
     # too (a float64 input of the same output, along which f moves smoothly, is not)
     stairs_rows = {i for i, _ in jd.across}
+    leaning = _leaning(est, jd, A)
     others = {
         (int(i), int(j)): 32.0 * float(base[j])
-        for i, j in onp.argwhere(failing | (uneven & moves))
+        for i, j in onp.argwhere(failing | (uneven & moves) | (leaning & (est.N == 0)))
         if int(i) in stairs_rows and (int(i), int(j)) not in narrow and (i, j) not in jumps
     }
     nfev += _judge_across(p, est, jd, A, others)
-    # failing entries of outputs uneven at the scale of the step, then of any output once
-    # f was seen on stairs, whose differences read a slope (stairs beside a smooth
-    # float64 term, x + exp(h(x).float()): the steps shrank onto a stair and read the
-    # smooth term's alone), where f goes on in stairs along their input
+    # failing (or leaning) entries whose differences read a slope, where f goes on in
+    # stairs along their input (stairs beside a smooth float64 term, x + exp(h(x)
+    # .float()): the steps shrank onto a stair and read the smooth term's alone): of
+    # outputs uneven at the scale of the step, then of any output once f was seen on
+    # stairs; and where it was not, in a few columns (a bfloat16 term's stairs beside
+    # float32 ones, 10·f32(sin x) + 0.3·bf16(cos x), are wider than the steps saw)
     judged = set(narrow) | set(others)
     for everywhere in (False, True):
-        rows = onp.full(p.m, bool(jd.across)) if everywhere else est.noise.structured
+        rows = onp.full(p.m, True) if everywhere else est.noise.structured
         judged |= set(jd.across)
         rough = {
             (int(i), int(j)): 32.0 * float(base[j])
-            for i, j in onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & rows[:, None])
+            for i, j in onp.argwhere(
+                (failing_codes(jd.verdicts) | leaning) & (est.N != 0) & rows[:, None]
+            )
             if (int(i), int(j)) not in judged and (i, j) not in jumps
         }
+        if everywhere and not jd.across:
+            rough = _worst_columns(rough, jd.V, LOOKED_WIDER)
         judged |= set(rough)
         nfev += _judge_across(p, est, jd, A, rough, read_a_slope=True)
     nfev += _judge_across(p, est, jd, A, _vague(p, est, jd, A, judged | set(jumps)), sharpen=True)
+    _flat_on_stairs(p, est, jd, A, flats)
     return nfev
+
+
+def _leaning(est: Estimates, jd: Judgement, A) -> onp.ndarray:
+    """Entries right only within an inexact rule's allowance (a cast's backward that
+    rounds its cotangent is judged as a solver's), which forward mode's tangents need
+    not share: where the differences read a stair's 0 or a smooth term's slope beside
+    the stairs, the JVP then fails a right rule."""
+    with onp.errstate(invalid="ignore"):
+        a, n = onp.real(A), est.N
+        strict = FD_SAFETY * jd.E + jd.rtol * onp.maximum(onp.abs(a), onp.abs(n))
+        return (jd.verdicts == Verdict.RIGHT.code) & (onp.abs(a - n) > strict)
+
+
+def _flat_on_stairs(p: Problem, est: Estimates, jd: Judgement, A, flats: dict) -> None:
+    """Cells where f stays flat as far as it was followed, on an output seen on stairs
+    along other inputs: that output moves in stairs of that height, so its slope along
+    this input is known to their height over the step, not to an ulp of f (``exp(tanh(x
+    @ W).half())`` along an input it reads weakly: stairs ~0.3 wide, wider than the
+    reach); judged so (and forward mode's tangents after them)."""
+    heights = stair_heights(p, jd)
+    for (i, j), step in flats.items():
+        local = float(heights[i]) / step
+        if heights[i] == 0 or (i, j) in jd.across or not jd.E[i, j] < local:
+            continue
+        a = float(onp.real(A[i, j]))
+        V = abs(a) / (FD_SAFETY * local + float(jd.allowance[i, j]))
+        _judge_flat(jd, est, (i, j), a, 0.0, local, V)
+
+
+#: Columns whose failing entries are looked at across stairs where f was seen on none.
+LOOKED_WIDER = 16
+
+
+def _worst_columns(cells: dict, V, most: int) -> dict:
+    """The cells in the ``most`` columns whose worst violation ``V`` is largest."""
+    worst: dict = {}
+    for i, j in cells:
+        worst[j] = max(worst.get(j, 0.0), float(onp.nan_to_num(V[i, j], nan=onp.inf)))
+    keep = set(sorted(worst, key=worst.get, reverse=True)[:most])
+    return {ij: reach for ij, reach in cells.items() if ij[1] in keep}
 
 
 #: An entry whose allowed difference is wider than this share of its value cannot

@@ -46,11 +46,11 @@ def jittered_offsets(span: float) -> onp.ndarray:
 
 
 def fit_slope(
-    offsets: onp.ndarray, D: onp.ndarray, *, height: onp.ndarray, width: float
+    offsets: onp.ndarray, D: onp.ndarray, *, height: onp.ndarray, width
 ) -> tuple[onp.ndarray, onp.ndarray, onp.ndarray]:
     """The slope per column of ``D`` (half the differences ``f(x + o) - f(x - o)`` at
     ``offsets`` o, (pairs, rows)), its error, and the points' scatter about the fit
-    (in f's units), for stairs of ``height`` (per row) and ``width`` (the widest)."""
+    (in f's units), for stairs of ``height`` and ``width`` (per row, or one for all)."""
     t = onp.asarray(offsets, dtype=float)
     span = float(t.max())
     u = t / span  # (conditioning)
@@ -63,7 +63,7 @@ def fit_slope(
         resid = D - A3 @ (onp.linalg.pinv(A3) @ D)
         scatter = onp.sqrt(onp.sum(resid**2, axis=0) / (t.size - 2))
         # points closer than a stair apart share their rounding: fewer independent ones
-        shared = onp.sqrt(max(1.0, t.size * width / span))
+        shared = onp.sqrt(onp.maximum(1.0, t.size * onp.asarray(width) / span))
         stat = SIGMAS * shared * scatter * onp.sqrt(onp.sum(weights**2))
         worst = height * onp.sum(onp.abs(weights))
         # a scatter the stairs' height cannot make: the height measured is not the

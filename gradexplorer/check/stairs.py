@@ -9,7 +9,8 @@ at x is 0, and says nothing of the smooth function AD differentiates; the finite
 differences shrink onto the stair and read 0. The slope over many stairs does
 say it: each sample is within a stair's height of the smooth function, and a
 slope fitted through many samples spread over ``SPAN`` stairs or more either side
-is known to within what their scatter about it shows (:mod:`.slopefit`).
+is known to within what their scatter about it shows (:mod:`.slopefit`), over
+the widest span where f is still a cubic beside its stairs (:mod:`.ladder`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import numpy as onp
 
 from ..fd.sampling import exact_steps
 from .kinks import reach_limit
+from .ladder import fit_across
 from .problem import Problem
-from .slopefit import fit_slope, jittered_offsets
 
 __all__ = [
     "Across", "across_stairs", "across_stairs_along", "across_stairs_columns",
@@ -103,13 +104,19 @@ def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, in
     }
     if not fits.any():
         return wide, nfev
-    step = min(SPAN * float(onp.max(width[fits])), 0.5 * limit)
-    step = snap(step)
-    est, err, used = _fitted(p, v, (2.0 * step, limit), rows, height, width[fits].max(), snap)
+    # each row's fits start at 64 of its own stairs either side: a row's narrow stairs
+    # under an oscillation (sin(20·h)) fit no cubic over its neighbour's wide span
+    start = onp.where(fits, onp.minimum(2.0 * SPAN * width, limit), onp.inf)
+    est, err, used = fit_across(p, v, start, limit, rows, height, width, snap)
+    # (no fit that explains its points: unmeasured, as stairs too wide are)
+    known = onp.isfinite(est) & onp.isfinite(err)
+    est, err = onp.where(known, est, onp.nan), onp.where(known, err, onp.inf)
     out = {
-        int(i): Across(float(est[k]), float(err[k]), step, float(width[k]), float(height[k]))
+        int(i): Across(
+            float(est[k]), float(err[k]), start[k] / 2, float(width[k]), float(height[k])
+        )
         for k, i in enumerate(rows)
-        if fits[k] and onp.isfinite(est[k]) and onp.isfinite(err[k])
+        if fits[k]
     }
     return out | wide, nfev + used
 
@@ -298,63 +305,3 @@ def _closer_edges(p: Problem, v, rows, edge, side, start: float, y0, snap):
             edge = onp.where(flat, 2 * h, edge)  # moved at 2h, not at h
             live &= ~flat
     return edge, nfev
-
-
-#: The factor between the spans of successive fits, from 64 stairs of the narrowest
-#: either side up to the limit of the reach.
-LADDER = 8.0
-#: A fit whose scatter exceeds the least one's this many times fits no cubic: its
-#: misfit grows as the fifth power of the span (40x over 4x for ``sin(20·x)`` past a
-#: period, 140x over 16x for ``sin(1000·x)``), where the stairs' rounding grows only
-#: while a wider span takes in taller, wider stairs of other intermediates (6x over
-#: 256x where twenty bfloat16 terms interleave).
-MISFIT_JUMP = 16.0
-
-
-def _fitted(p: Problem, v, spans, rows, height, width: float, snap) -> tuple:
-    """The slope along v fitted through pairs of points (:func:`~.slopefit.fit_slope`)
-    out to spans from the first of ``spans`` (64 stairs of the narrowest either side)
-    up to the last (the limit of the reach), :data:`LADDER` times wider each, up to one
-    that fits no cubic (:data:`MISFIT_JUMP`); per row the widest fit, known to within
-    its error or its gap to the fit one span shorter, whichever is larger, and the
-    evaluations it took. A short span can sit within a few stairs of a tall staircase
-    (fifty bfloat16 terms interleave: the narrowest sets the first span) and be off by
-    several times its scatter's error; a wide one where f is no cubic fits a chord."""
-    span, limit = spans
-    span = min(span, limit)  # (a step snapped onto x's grid can pass it by a hair)
-    est = err = least = None
-    live = onp.ones(rows.size, bool)
-    nfev = 0
-    while span <= limit and live.any():
-        offsets, D, used = _pairs(p, v, span, rows, snap)
-        nfev += used
-        span *= LADDER
-        if offsets.size < 6:  # a grid too coarse for that many points in the span
-            continue
-        e, r, scatter = fit_slope(offsets, D, height=height, width=width)
-        if est is None:  # the first span: its gap to the fit over its inner half
-            inner = offsets <= 0.5 * offsets.max()
-            est = fit_slope(offsets[inner], D[inner], height=height, width=width)[0]
-            est, err, least = onp.where(inner.sum() >= 6, est, e), r, scatter
-        floor = 64 * onp.finfo(float).eps * onp.max(onp.abs(D), axis=0)
-        with onp.errstate(invalid="ignore"):
-            live &= onp.isfinite(e) & (scatter <= MISFIT_JUMP * onp.fmax(least, floor))
-            least = onp.fmin(least, scatter)
-        gap = onp.abs(e - est)
-        est = onp.where(live, e, est)
-        err = onp.where(live, onp.fmax(r, onp.where(onp.isfinite(gap), gap, onp.inf)), err)
-    if est is None:
-        return onp.full(rows.size, onp.nan), onp.full(rows.size, onp.inf), nfev
-    return est, err, nfev
-
-
-def _pairs(p: Problem, v, span: float, rows, snap) -> tuple:
-    """Jittered offsets out to ``span`` along v (on x's grid along a coordinate), half
-    the differences of f's ``rows`` across x at each, and the evaluations taken."""
-    offsets = onp.unique([snap(o) for o in jittered_offsets(span)])
-    offsets = offsets[offsets > 0]
-    X = onp.concatenate([p.x0 + offsets[:, None] * v, p.x0 - offsets[:, None] * v])
-    Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
-    with onp.errstate(all="ignore"):
-        D = (Y[: offsets.size] - Y[offsets.size :]) / 2
-    return offsets, D, X.shape[0]
