@@ -238,3 +238,23 @@ def test_torch_mutation_advice_and_meta_tensors_are_named():
         with pytest.raises(ValueError, match="'meta' device.*holds no values"):
             check(torch.sin, meta)
     assert gx.jacobian(torch.sin)(meta).shape == (3, 3)  # the framework's AD needs no values
+
+
+def test_order2_reads_nan_where_f_raises_far_from_x():
+    """The second-order problem's points far from x (the stairs search goes out to half
+    of x's size) may fall outside f's domain: odeint's times out of order raised, and
+    the whole order-2 check of autograd's own ``test_odeint`` failed. They read NaN,
+    as the first order's points do; at x itself the error stands."""
+    from gradexplorer.check.api import second_order_problem
+    from gradexplorer.check.problem import build_problem
+
+    def f(x):
+        if anp.any(x > 1):
+            raise ValueError("x must stay below 1")
+        return anp.sum(anp.sin(x))
+
+    q = second_order_problem(
+        build_problem(f, (np.array([0.3, 0.5]),), {}, None), np.random.default_rng(0)
+    )
+    Y = q.batch(np.stack([q.x0, q.x0 + 5.0]))
+    assert np.isfinite(Y[0]).all() and np.isnan(Y[1]).all(), Y
