@@ -101,7 +101,7 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
         if int(i) in stairs_rows and (int(i), int(j)) not in narrow and (i, j) not in jumps
     }
     nfev += _judge_across(p, est, jd, A, others)
-    # failing (or leaning) entries whose differences read a slope, where f goes on in
+    # failing entries whose differences read a slope, where f goes on in
     # stairs along their input (stairs beside a smooth float64 term, x + exp(h(x)
     # .float()): the steps shrank onto a stair and read the smooth term's alone): of
     # outputs uneven at the scale of the step, then of any output once f was seen on
@@ -113,9 +113,7 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
         judged |= set(jd.across)
         rough = {
             (int(i), int(j)): 32.0 * float(base[j])
-            for i, j in onp.argwhere(
-                (failing_codes(jd.verdicts) | leaning) & (est.N != 0) & rows[:, None]
-            )
+            for i, j in onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & rows[:, None])
             if (int(i), int(j)) not in judged and (i, j) not in jumps
         }
         if everywhere and not jd.across:
@@ -130,8 +128,10 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
 def _leaning(est: Estimates, jd: Judgement, A) -> onp.ndarray:
     """Entries right only within an inexact rule's allowance (a cast's backward that
     rounds its cotangent is judged as a solver's), which forward mode's tangents need
-    not share: where the differences read a stair's 0 or a smooth term's slope beside
-    the stairs, the JVP then fails a right rule."""
+    not share: where the differences read a stair's 0, the JVP then fails a right rule.
+    (Where they read a slope, it passed: measured across stairs with an error bar
+    known less surely than the differences', it failed a right rule, exp(f16(x @ W))
+    at x ~ 1e-3, whose float16 grid coarsens across the span.)"""
     with onp.errstate(invalid="ignore"):
         a, n = onp.real(A), est.N
         strict = FD_SAFETY * jd.E + jd.rtol * onp.maximum(onp.abs(a), onp.abs(n))
