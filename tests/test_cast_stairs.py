@@ -16,7 +16,7 @@ import pytest
 import gradexplorer as gx
 
 torch = pytest.importorskip("torch")
-from gradexplorer.gallery.mixed_torch import planted_exp  # noqa: E402
+from gradexplorer.gallery.mixed_torch import planted_exp, with_rule  # noqa: E402
 
 _W = torch.tensor(np.random.default_rng(0).standard_normal((4, 3)))
 _T = torch.tensor(np.random.default_rng(1).standard_normal((2, 3)))
@@ -91,29 +91,12 @@ def test_a_cast_rounding_the_cotangent_is_no_nonlinear_rule(name, mode):
 # ------------------------------------------------- what a review found in the first version
 
 
-def _with_rule(forward, backward):
-    """forward(x) with the custom backward ``backward(x, g)``."""
-
-    class Rule(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return forward(x)
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return backward(x, g)
-
-    return Rule.apply
-
-
 @pytest.mark.parametrize("mode", ["full", "fast"])
 def test_a_rule_rounding_its_cotangent_keeps_float64_precision_at_its_entries(mode):
     """A backward that rounds g to float16 and is off by 0.3%: its entries come from
     unit cotangents, which float16 holds exactly, so they are judged to float64's
     precision. The first version granted float16's to every entry and passed it."""
-    f = _with_rule(torch.sin, lambda x, g: g.half().double() * torch.cos(x) * 1.003)
+    f = with_rule(torch.sin, lambda x, g: g.half().double() * torch.cos(x) * 1.003)
     x = torch.tensor(np.random.default_rng(0).standard_normal(6))
     r = gx.check_grads(f, x, mode=mode, rng=0)
     assert r.outcome is gx.Outcome.FAILED, str(r)
@@ -127,7 +110,7 @@ def test_a_straight_through_rule_inside_a_dead_zone_still_fails(mode):
     ends in a kink, no staircase. A straight-through rule (g) is wrong there; the first
     version judged it against the slope across the "stairs" and passed it."""
     c = 2e-3
-    soft = _with_rule(lambda x: torch.sign(x) * torch.clamp(x.abs() - c, min=0), lambda x, g: g)
+    soft = with_rule(lambda x: torch.sign(x) * torch.clamp(x.abs() - c, min=0), lambda x, g: g)
     x = torch.tensor([0.0005, -0.001, 0.0015, 0.0002, 0.5, -0.7], dtype=torch.float64)
     r = gx.check_grads(soft, x, mode=mode, rng=0)
     assert {(e.row, e.col) for e in r.mismatches} == {(i, i) for i in range(4)}, str(r)
@@ -137,7 +120,7 @@ def test_a_float64_input_beside_a_cast_keeps_its_sharp_verdict():
     """y = exp(tanh(x[:2]).half()) + s(x[2:]), s's rule 3% off: y's entries along x[2:]
     move smoothly, and are judged as any others. The first version re-judged every
     failing entry of an output on stairs across "stairs" (a 3% error bar) and passed."""
-    s = _with_rule(lambda z: torch.sin(3 * z), lambda z, g: g * 3 * torch.cos(3 * z) * 1.03)
+    s = with_rule(lambda z: torch.sin(3 * z), lambda z, g: g * 3 * torch.cos(3 * z) * 1.03)
     x = torch.tensor([0.3, -0.7, 0.45, -0.2], dtype=torch.float64)
     # (at 1 seed in 20 the float16 rounding's scatter was small enough to be judged as a
     # solver's, whose allowance, 8e-3 and f's unevenness, reached x[2:] too and passed)
@@ -208,7 +191,7 @@ def _infnorm_rule():
         y = torch.tanh(x @ W)
         return ((g * (1 - y**2)) @ W.T) * (1 + 0.01 * (g.abs().max() / g.norm() - 1))
 
-    return _with_rule(lambda x: torch.tanh(x @ W), backward)
+    return with_rule(lambda x: torch.tanh(x @ W), backward)
 
 
 @pytest.mark.parametrize("mode", ["full", "fast"])

@@ -21,6 +21,7 @@ import gradexplorer as gx
 torch = pytest.importorskip("torch")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
+from gradexplorer.gallery.mixed_torch import with_rule  # noqa: E402
 
 
 def _rng(seed):
@@ -94,24 +95,9 @@ def test_fifty_interleaved_bfloat16_terms_are_no_false_alarm():
 # ------------------------------------------------------------------ wrong rules, 3% off
 
 
-def _torch_rule(forward, backward):
-    class Rule(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, z):
-            ctx.save_for_backward(z)
-            return forward(z)
-
-        @staticmethod
-        def backward(ctx, g):
-            (z,) = ctx.saved_tensors
-            return backward(z, g)
-
-    return Rule.apply
-
-
 def _layer_off(dtype, scale=1.03):
     """sum(cast(tanh(x@W))²) whose tanh rule is off by 3% everywhere."""
-    tanh = _torch_rule(torch.tanh, lambda z, g: g * (1 - torch.tanh(z) ** 2) * scale)
+    tanh = with_rule(torch.tanh, lambda z, g: g * (1 - torch.tanh(z) ** 2) * scale)
 
     def build(seed):
         W, x = _t(_rng(seed).normal(size=(5, 12))), _t(_rng(seed + 50).normal(size=5))

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-__all__ = ["sin3", "scaled_layer", "gelu_layer", "planted_exp"]
+__all__ = ["sin3", "scaled_layer", "gelu_layer", "planted_exp", "with_rule"]
 
 
 def _weights(seed: int, *shape: int) -> torch.Tensor:
@@ -109,3 +109,27 @@ def planted_exp(scale: float = 1.0, at: int = 1) -> Callable:
             return d
 
     return PlantedExp.apply
+
+
+def with_rule(forward: Callable, backward: Callable) -> Callable:
+    """``forward(x)`` with the backward ``backward(x, g)`` in its place: a rule to plant
+    wrong (``with_rule(torch.sin, lambda x, g: g * torch.cos(x) * 1.03)``).
+
+    >>> f = with_rule(torch.sin, lambda x, g: 2 * g)
+    >>> x = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    >>> f(x).sum().backward(); x.grad.tolist()
+    [2.0, 2.0]
+    """
+
+    class Rule(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return forward(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return backward(x, g)
+
+    return Rule.apply
