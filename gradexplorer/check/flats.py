@@ -101,28 +101,34 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
         if int(i) in stairs_rows and (int(i), int(j)) not in narrow and (i, j) not in jumps
     }
     nfev += _judge_across(p, est, jd, A, others)
-    # failing entries whose differences read a slope, where f goes on in
-    # stairs along their input (stairs beside a smooth float64 term, x + exp(h(x)
-    # .float()): the steps shrank onto a stair and read the smooth term's alone): of
-    # outputs uneven at the scale of the step, then of any output once f was seen on
-    # stairs; and where it was not, in a few columns (a bfloat16 term's stairs beside
-    # float32 ones, 10·f32(sin x) + 0.3·bf16(cos x), are wider than the steps saw)
-    judged = set(narrow) | set(others)
+    nfev += _slopes_beside_stairs(p, est, jd, A, set(narrow) | set(others) | set(jumps))
+    _flat_on_stairs(p, est, jd, A, flats)
+    return nfev
+
+
+def _slopes_beside_stairs(p: Problem, est: Estimates, jd: Judgement, A, judged: set) -> int:
+    """Failing entries whose differences read a slope, where f goes on in stairs along
+    their input (stairs beside a smooth float64 term, x + exp(h(x).float()): the steps
+    shrank onto a stair and read the smooth term's alone): of outputs uneven at the
+    scale of the step, then of any output once f was seen on stairs; and where it was
+    not, in a few columns (a bfloat16 term's stairs beside float32 ones, 10·f32(sin x)
+    + 0.3·bf16(cos x), are wider than the steps saw). Then entries passed within a vague
+    error bar (:func:`_vague`). Cells in ``judged`` are left. Returns the evaluations."""
+    base = p.steps("forward")
+    nfev = 0
     for everywhere in (False, True):
         rows = onp.full(p.m, True) if everywhere else est.noise.structured
         judged |= set(jd.across)
         rough = {
             (int(i), int(j)): 32.0 * float(base[j])
             for i, j in onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & rows[:, None])
-            if (int(i), int(j)) not in judged and (i, j) not in jumps
+            if (int(i), int(j)) not in judged
         }
         if everywhere and not jd.across:
             rough = _worst_columns(rough, jd.V, LOOKED_WIDER)
         judged |= set(rough)
         nfev += _judge_across(p, est, jd, A, rough, read_a_slope=True)
-    nfev += _judge_across(p, est, jd, A, _vague(p, est, jd, A, judged | set(jumps)), sharpen=True)
-    _flat_on_stairs(p, est, jd, A, flats)
-    return nfev
+    return nfev + _judge_across(p, est, jd, A, _vague(p, est, jd, A, judged), sharpen=True)
 
 
 def _leaning(est: Estimates, jd: Judgement, A) -> onp.ndarray:

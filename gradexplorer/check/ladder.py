@@ -67,9 +67,12 @@ def fit_across(p: Problem, v, start, limit: float, rows, height, width, snap) ->
             continue
         span, offsets, D = mine[0][:3]
         inner = offsets <= span / 2
-        first = fit_slope(offsets[inner], D[inner][:, [k]], height=height[[k]], width=width[k])
+        half = None  # (a grid too coarse for a fit over the inner half: no gap to it)
+        if inner.sum() >= 4:
+            fit = fit_slope(offsets[inner], D[inner][:, [k]], height=height[[k]], width=width[k])
+            half = float(fit[0][0])
         column = [(f[3][k], f[4][k], f[5][k], _explains(f[2][:, k], f[5][k])) for f in mine]
-        est[k], err[k] = believe(*zip(*column), first=float(first[0][0]))
+        est[k], err[k] = believe(*zip(*column), first=half)
     return est, err, nfev
 
 
