@@ -229,11 +229,13 @@ def _judge_across(
     differences knew theirs. Returns the evaluations it took."""
     if not narrow:
         return 0
-    measured, nfev = across_stairs(p, narrow, est.y0)
+    measured, nfev = across_stairs(p, narrow, est.y0, coarse=read_a_slope)
     # stairs no taller than the least change f's differences already counted (a
     # float32 output's visible grid) were judged rightly as they were
     least = least_change(p, est)
     measured = {ij: a for ij, a in measured.items() if a.height > KNOWN_STAIRS * least[ij]}
+    if read_a_slope:
+        _unresolved_beside_wide_stairs(jd, est, A, measured)
     if read_a_slope or sharpen:
         measured = {ij: a for ij, a in measured.items() if a.measured}
     if sharpen:
@@ -254,6 +256,20 @@ def _judge_across(
         _judge_flat(jd, est, ij, a, across.est, across.err, V)
         jd.flat.discard(ij)
     return nfev
+
+
+def _unresolved_beside_wide_stairs(jd: Judgement, est: Estimates, A, measured: dict) -> None:
+    """Failing entries read beside stairs too wide to measure across, where a fit
+    across the few stairs within reach agrees with the rule: the rule may well give
+    the slope across them (attention scores cast to float16 that an input moves
+    weakly: one stair in 0.04), and the slope beside them says nothing against it.
+    Where the fit disagrees (``x**2 + floor(10·x)``: the slope across is 10 more),
+    the verdict stands."""
+    for ij, across in measured.items():
+        if across.allows(float(onp.real(A[ij])), float(est.N[ij]), float(jd.allowance[ij])):
+            jd.E[ij], jd.V[ij] = onp.inf, onp.nan  # (N: the slope read beside them)
+            jd.verdicts[ij] = Verdict.UNRESOLVABLE.code
+            jd.reasons[ij] = Unresolvable.STAIRCASE
 
 
 def stair_heights(p: Problem, jd: Judgement) -> onp.ndarray:

@@ -218,10 +218,11 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
     again = (viol > 1) & (num != 0) & uneven & ~kink
     if again.any():
         sub = onp.flatnonzero(again)
-        num[sub], err[sub], used = across_stairs_entries(
-            p, j, onp.asarray(rows)[sub], num[sub], err[sub], ctx.y0
+        num[sub], err[sub], unresolved, used = across_stairs_entries(
+            p, j, onp.asarray(rows)[sub], num[sub], err[sub], ctx.y0, a[sub]
         )
         ctx.cost.nfev += used
+        wide |= {(int(onp.asarray(rows)[k]), j) for k in sub[unresolved]}
         viol = judge(a, num, err, rt, ctx.atol)
     quantum = None if res.quantum is None else res.quantum[0][rows][:, None]
     stairs = coarse_stairs(num[:, None], a[:, None], quantum, step, ctx.y0[rows])[:, 0]

@@ -102,7 +102,11 @@ def intermediate_rounding(
     gen = onp.random.default_rng(u0.size + 2)
     delta = (gen.standard_normal(u0.shape) * onp.abs(u0) * fmt.eps / 4096).astype(u0.dtype)
     moved = onp.asarray(rule(u0 + delta)) - r0
-    along = onp.asarray(rule(delta))
+    # rule(δ) itself, at a δ scaled up to u's size and back (exact, as the rule scales
+    # exactly): δ's own paths would round to the format's subnormals, or to 0, and match
+    # what u + δ carries along the rounded paths (nothing)
+    up = 2.0 ** onp.ceil(onp.log2(4096 / fmt.eps))
+    along = onp.asarray(rule(delta * up)) / up
     mask = onp.ones(moved.shape, bool) if shown is None else onp.asarray(shown, bool)
     with onp.errstate(all="ignore"):
         floor = 1e-3 * float(onp.max(onp.abs(along), initial=0.0))

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as onp
 
 from ..fd.sampling import exact_steps
+from .judging import FD_SAFETY
+from .jumps import jumps_within, looks_noisy
 from .kinks import reach_limit
 from .ladder import fit_across
 from .problem import Problem
@@ -47,20 +49,39 @@ class Across:
     step: float
     width: float
     height: float
+    #: fitted over fewer than :data:`FEWEST` stairs: a hint, not a measurement
+    coarse: bool = False
 
     @property
     def measured(self) -> bool:
-        return bool(onp.isfinite(self.err))
+        return bool(onp.isfinite(self.err)) and not self.coarse
+
+    def allows(self, analytic: float, beside: float, allowance: float = 0.0) -> bool:
+        """Whether a coarse fit (:attr:`coarse`) sides with the rule's ``analytic``
+        value against the slope read ``beside`` the stairs: it agrees with the one
+        and rules out the other. The rule may then give the slope across stairs too
+        wide to measure (attention scores cast to float16 that an input moves
+        weakly), and the slope beside them says nothing against it. A fit that
+        rules out neither (``x² + floor(10·x)``: five stairs within reach, 10.9 ±
+        5.9) says nothing for it."""
+        if not (self.coarse and onp.isfinite(self.err)):
+            return False
+        bar = FD_SAFETY * self.err + allowance
+        return bool(abs(analytic - self.est) <= bar < abs(beside - self.est))
 
 
-def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
+def across_stairs(
+    p: Problem, cells: dict, y0: onp.ndarray, *, coarse: bool = False
+) -> tuple[dict, int]:
     """``{(i, j): Across}`` for the cells ``{(i, j): reach}`` (f flat over x ± reach
     along input j, or just short of it) whose stairs end within reach of x on both
     sides (:func:`~.kinks.reach_limit`), unmeasured (:attr:`Across.measured`) where
     its stairs are too wide to span :data:`FEWEST` of them within it; and the
     evaluations it took. A cell where f does not move within reach, or does not go on
     in stairs past where it first moves, is left out. The stair's width is where f
-    first changes, doubling the step from the reach; its height, the change there."""
+    first changes, doubling the step from the reach; its height, the change there.
+    ``coarse``: stairs too wide are fitted across the whole reach all the same, as a
+    hint (:attr:`Across.coarse`)."""
     out: dict = {}
     nfev = 0
     by_column: dict[int, list] = {}
@@ -71,13 +92,15 @@ def across_stairs(p: Problem, cells: dict, y0: onp.ndarray) -> tuple[dict, int]:
         e_j = onp.zeros(p.n)
         e_j[j] = 1.0
         reach = min(r for _, r in rows_reach)
-        found, used = across_stairs_along(p, e_j, rows, reach, y0)
+        found, used = across_stairs_along(p, e_j, rows, reach, y0, coarse=coarse)
         nfev += used
         out.update({(i, j): a for i, a in found.items()})
     return out, nfev
 
 
-def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, int]:
+def across_stairs_along(
+    p: Problem, v, rows, reach: float, y0, *, coarse: bool = False
+) -> tuple[dict, int]:
     """:func:`across_stairs` along one direction ``v`` (n,) for ``rows``: ``{i:
     Across}`` and the evaluations it took; ``reach`` and the steps are multiples of
     v. A coordinate direction keeps its points on x's grid."""
@@ -97,26 +120,33 @@ def across_stairs_along(p: Problem, v, rows, reach: float, y0) -> tuple[dict, in
     # left unmeasured, and does not widen the step of the others (a saturated output's
     # stairs, tanh's near 1, are ~30x as wide as its neighbours')
     fits = found & (FEWEST * width <= 0.5 * limit)
+    hints = found & ~fits & coarse
     wide = {
         int(i): Across(onp.nan, onp.inf, onp.nan, float(width[k]), float(height[k]))
         for k, i in enumerate(rows)
-        if found[k] and not fits[k]
+        if found[k] and not fits[k] and not hints[k]
     }
-    if not fits.any():
+    if not (fits | hints).any():
         return wide, nfev
     # each row's fits start at 64 of its own stairs either side: a row's narrow stairs
     # under an oscillation (sin(20·h)) fit no cubic over its neighbour's wide span
     start = onp.where(fits, onp.minimum(2.0 * SPAN * width, limit), onp.inf)
+    start = onp.where(hints, limit, start)
     est, err, used = fit_across(p, v, start, limit, rows, height, width, snap)
     # (no fit that explains its points: unmeasured, as stairs too wide are)
     known = onp.isfinite(est) & onp.isfinite(err)
     est, err = onp.where(known, est, onp.nan), onp.where(known, err, onp.inf)
     out = {
         int(i): Across(
-            float(est[k]), float(err[k]), start[k] / 2, float(width[k]), float(height[k])
+            float(est[k]),
+            float(err[k]),
+            start[k] / 2,
+            float(width[k]),
+            float(height[k]),
+            coarse=bool(hints[k]),
         )
         for k, i in enumerate(rows)
-        if fits[k]
+        if fits[k] or hints[k]
     }
     return out | wide, nfev + used
 
@@ -157,19 +187,26 @@ def across_stairs_columns(p: Problem, columns, est, err, y0, rows=None):
     return est, err, wide, nfev
 
 
-def across_stairs_entries(p: Problem, j: int, rows, num, err, y0) -> tuple:
+def across_stairs_entries(p: Problem, j: int, rows, num, err, y0, analytic) -> tuple:
     """Entries ``rows`` of column j, whose differences ``num`` ± ``err`` read a slope
-    that fails, measured again across f's stairs where f goes on in stairs along x_j
-    (stairs beside a smooth float64 term: the steps shrank onto a stair and read the
-    smooth term's slope alone); new arrays and the evaluations it took."""
+    that fails the rule's ``analytic`` values, measured again across f's stairs where
+    f goes on in stairs along x_j (stairs beside a smooth float64 term: the steps
+    shrank onto a stair and read the smooth term's slope alone): new arrays, where
+    the stairs are too wide to measure across yet a fit over the few within reach
+    sides with the rule (:meth:`Across.allows`: unresolved, a mask), and the
+    evaluations it took."""
     num, err = onp.array(num, dtype=float), onp.array(err, dtype=float)
     base = float(p.steps("forward")[j])
-    measured, nfev = across_stairs(p, {(int(i), int(j)): 32.0 * base for i in rows}, y0)
+    cells = {(int(i), int(j)): 32.0 * base for i in rows}
+    measured, nfev = across_stairs(p, cells, y0, coarse=True)
     pos = {int(i): k for k, i in enumerate(rows)}
+    unresolved = onp.zeros(len(pos), bool)
     for (i, _), across in measured.items():
         if across.measured:
             num[pos[i]], err[pos[i]] = across.est, across.err
-    return num, err, nfev
+        k = pos[i]
+        unresolved[k] = across.allows(float(onp.real(analytic[k])), float(num[k]))
+    return num, err, unresolved, nfev
 
 
 def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
@@ -241,6 +278,7 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: fl
     edge, nfev = _closer_edges(p, v, rows, edge, side, start, y0, snap)
     out = onp.zeros(rows.size, bool)
     seen = onp.full(rows.size, onp.nan)
+    tried = onp.zeros(rows.size, int)
     for h, s in {(float(h), int(s)) for h, s in zip(edge, side) if onp.isfinite(h)}:
         sign = 1.0 if s == 0 else -1.0
         mine = (edge == h) & (side == s)
@@ -255,7 +293,19 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: fl
             X = onp.stack([p.x0 + sign * o * v for o in offsets])
             Y = onp.asarray(p.batch(X), dtype=float)[:, rows]
             nfev += BEYOND
-            found = mine & ~out & (onp.any(Y[1:] == Y[:-1], axis=0) | _rough(Y, onp.array(offsets)))
+            t = onp.array(offsets)
+            found = mine & ~out & onp.any(Y[1:] == Y[:-1], axis=0)
+            # changes of stairs beside a smooth term, or samples that look like noise
+            # (stairs narrower than the spacing): an oscillation's samples can look the
+            # same, and the jumps at x's scale tell them apart (a row tried twice at most)
+            maybe = _rough(Y, t) | looks_noisy(Y, t)
+            maybe &= mine & ~out & ~found & (tried < JUMP_TRIES)
+            if maybe.any():
+                sel = onp.flatnonzero(maybe)
+                held, used = jumps_within(p, v, sign, offsets, Y[:, sel], rows[sel], snap)
+                nfev += used
+                tried[sel] += 1
+                found[sel[held]] = True
             seen = onp.where(found, h * spacing, seen)
             out |= found
     return out, seen, nfev
@@ -282,6 +332,9 @@ def _rough(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
         lo = onp.nanmin(onp.where(big, onp.abs(d2), onp.nan), axis=0, initial=onp.inf)
     return (ups >= 1) & (downs >= 1) & (ups + downs >= 3) & (top <= 2.0 * lo)
 
+
+#: Spacings at which a row's noise-like samples are looked into for jumps.
+JUMP_TRIES = 2
 
 #: Halvings of the first step an edge is looked for within.
 CLOSER = 16
