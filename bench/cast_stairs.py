@@ -1,7 +1,8 @@
 """Verdicts on torch functions that round an intermediate to a narrow format and go on
 in float64 (``exp(tanh(x @ W).half().double())``, a float64 loss of a half model's
-output), right and wrong, and on casts that round a value to a constant while AD passes
-a derivative through.
+output), right and wrong, attention whose scores are cast to float16, saturated float16 terms
+beside the identity, and casts that round a value to a constant while AD passes a
+derivative through.
 
     python bench/cast_stairs.py [--seeds 4]
 
@@ -55,6 +56,7 @@ def cases(torch) -> list:
             ("mse(exp(h16), t)", f"one entry x{scale}",
              lambda x, bad=bad: ((bad(h(x)) - t) ** 2).mean()),
         ]  # fmt: skip
+    out += _attention_rows(torch, gen) + _beside_identity_rows(torch, gen)
     out += [
         ("(1e-9·x).half()", "AD nonzero, f flat", lambda x: (1e-9 * x).half().double()),
         ("(1e-50·x).float()", "AD nonzero, f flat", lambda x: (1e-50 * x).float().double()),
@@ -62,6 +64,44 @@ def cases(torch) -> list:
          lambda x: (1 + 1e-3 * x).bfloat16().double()),
     ]  # fmt: skip
     return out
+
+
+def _scaled(torch, factor: float):
+    """The identity, its rule scaled by ``factor``."""
+    from gradexplorer.gallery.mixed_torch import with_rule
+
+    return with_rule(lambda z: z * 1.0, lambda z, g: g * factor)
+
+
+def _attention_rows(torch, gen) -> list:
+    """Row sums of softmax(f16(q @ k.T) / 2) @ v over x's 2 tokens, right and with the
+    scores' rule 1% off: each score rounds on a float16 grid of its own."""
+    Wq, Wk, Wv = (torch.tensor(gen.standard_normal((4, 4)) / 2) for _ in range(3))
+
+    def attention(factor):
+        off = _scaled(torch, factor)
+
+        def f(x):
+            A = torch.softmax(off((x @ Wq) @ (x @ Wk).T).half().double() / 2.0, dim=1)
+            return (A @ (x @ Wv)).sum(dim=1)
+
+        return f
+
+    name = "softmax(f16(q·kᵀ))·v"
+    return [(name, "right", attention(1.0)), (name, "scores x1.01", attention(1.01))]
+
+
+def _beside_identity_rows(torch, gen) -> list:
+    """x + exp(f16(tanh(x @ 3W))): saturated tanh, whose float16 stairs are wider than
+    the reach, beside the identity (its rule right, and 1% off)."""
+    W = torch.tensor(3 * gen.standard_normal((4, 4)))
+
+    def beside(factor):
+        off = _scaled(torch, factor)
+        return lambda x: off(x) + torch.exp(torch.tanh(x @ W).half().double())
+
+    name = "x + exp(f16(tanh(x·3W)))"
+    return [(name, "right", beside(1.0)), (name, "identity x1.01", beside(1.01))]
 
 
 def rows(seeds: int) -> list:

@@ -113,7 +113,7 @@ def rule_exactness(
     scatter = float(onp.max(rel[(ratio > 1) & onp.isfinite(rel)], initial=0.0))
     rounded_in = None
     if rule is not None and scatter > 0:
-        rounded_in = intermediate_rounding(rule, probes, scatter, eps, ratio > 1)
+        rounded_in = intermediate_rounding(rule, probes, eps, ratio > 1)
     if precision and rounded_in is None:
         return Exactness(precision, cause=Cause.SOLVER)
     if precision:

@@ -15,7 +15,7 @@ from ..fd.formats import BFLOAT16
 from ..fd.reasons import Unresolvable
 from .estimates import Estimates
 from .judging import FD_SAFETY, Judgement
-from .kinks import find_jumps, flat_to_the_limit, least_change
+from .kinks import find_jumps, flat_to_the_limit, least_change, reach_limit
 from .problem import Problem
 from .stairs import across_stairs
 from .verdicts import Verdict, failing_codes, failing_verdict
@@ -92,17 +92,22 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
     # an output seen on stairs is on them along its other inputs too, where f moves in
     # stairs along them: the differences of its other failing or unsettled entries knew
     # no stair height (the values lie on no grid), so they are judged across the stairs
-    # too (a float64 input of the same output, along which f moves smoothly, is not)
+    # too (a float64 input of the same output, along which f moves smoothly, is not);
+    # failing entries that read a slope are left to the pass that reads one beside
+    # stairs, whose verdict stands where they are too wide (a rule 1% off beside a
+    # saturated tanh's float16 stairs was called a staircase, unresolvable)
     stairs_rows = {i for i, _ in jd.across}
     leaning = _leaning(est, jd, A)
+    flat_or_unsettled = (failing & (est.N == 0)) | (uneven & moves) | (leaning & (est.N == 0))
     others = {
         (int(i), int(j)): 32.0 * float(base[j])
-        for i, j in onp.argwhere(failing | (uneven & moves) | (leaning & (est.N == 0)))
+        for i, j in onp.argwhere(flat_or_unsettled)
         if int(i) in stairs_rows and (int(i), int(j)) not in narrow and (i, j) not in jumps
     }
     nfev += _judge_across(p, est, jd, A, others)
     nfev += _slopes_beside_stairs(p, est, jd, A, set(narrow) | set(others) | set(jumps))
     _flat_on_stairs(p, est, jd, A, flats)
+    _beside_unseen_stairs(p, est, jd, A, set(jumps))
     return nfev
 
 
@@ -158,6 +163,31 @@ def _flat_on_stairs(p: Problem, est: Estimates, jd: Judgement, A, flats: dict) -
         a = float(onp.real(A[i, j]))
         V = abs(a) / (FD_SAFETY * local + float(jd.allowance[i, j]))
         _judge_flat(jd, est, (i, j), a, 0.0, local, V)
+
+
+def _beside_unseen_stairs(p: Problem, est: Estimates, jd: Judgement, A, jumps: set) -> None:
+    """Failing entries that read a slope on an output seen on stairs along other
+    inputs, where none was seen along theirs within reach L (``x + exp(f16(tanh(x @
+    W)))`` with tanh saturated: float16's stairs near 1 are wider than the reach, and
+    the differences read x's slope, 1, where the rule adds the rounded term's
+    1e-4): a term that rounds to stairs of height H and crosses none within L moves
+    f by less than H/L per unit, which the slope read carries as its error."""
+    heights = stair_heights(p, jd)
+    least = least_change(p, est)
+    limit = reach_limit(p.x0)
+    cells = onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & (heights[:, None] > 0))
+    for i, j in cells:
+        ij = (int(i), int(j))
+        if ij in jd.across or ij in jumps or not heights[i] > KNOWN_STAIRS * least[ij]:
+            continue
+        unseen = float(heights[i]) / float(limit[j])
+        a, n = float(onp.real(A[ij])), float(est.N[ij])
+        err = max(float(jd.E[ij]), unseen)
+        V = abs(a - n) / (FD_SAFETY * err + float(jd.allowance[ij]))
+        if V <= 1:
+            jd.E[ij], jd.V[ij] = err, V
+            jd.verdicts[ij] = Verdict.RIGHT.code
+            jd.unseen.add(ij)
 
 
 #: Columns whose failing entries are looked at across stairs where f was seen on none.
@@ -281,7 +311,7 @@ def stair_heights(p: Problem, jd: Judgement) -> onp.ndarray:
 
 
 def flat_notes(p: Problem, jd: Judgement) -> list[str]:
-    notes = _across_notes(p, jd)
+    notes = _across_notes(p, jd) + _unseen_notes(p, jd)
     flat = sorted(jd.flat)
     if not flat:
         return notes
@@ -293,6 +323,20 @@ def flat_notes(p: Problem, jd: Judgement) -> list[str]:
         "there, or sits on a stair of a staircase whose slope across stairs the finite "
         "differences saw). There the derivative is 0 (to within f's least change over the "
         "widest such step), and the analytic value was judged against that."
+    ]
+
+
+def _unseen_notes(p: Problem, jd: Judgement) -> list[str]:
+    if not jd.unseen:
+        return []
+    (i, j), count = min(jd.unseen), len(jd.unseen)
+    return [
+        f"{count} entr{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / "
+        f"{p.cols.label(j)}, ...) read a slope on an output that moves in stairs along "
+        "other inputs, and showed none along theirs within reach: a rounded term whose "
+        "stairs are wider than that (float16's near a saturated tanh) may carry a slope "
+        "up to their height over the reach, which the differences cannot see; each was "
+        "judged to within that."
     ]
 
 

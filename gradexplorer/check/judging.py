@@ -91,6 +91,9 @@ class Judgement:
     #: where f is flat at x on a stair that ends within reach: the slope across many
     #: stairs it was judged against (or its stairs, too wide for that), ``(i, j) -> Across``
     across: dict = field(default_factory=dict)
+    #: where f read a slope on an output seen on stairs along other inputs, and no
+    #: stairs along this one within reach: judged to their height over the reach
+    unseen: set = field(default_factory=set)
 
     def across_mask(self, m: int, n: int) -> onp.ndarray:
         """The entries judged across a staircase's stairs, as an (m, n) mask."""

@@ -10,7 +10,7 @@ import numpy as onp
 from ..fd.formats import FORMATS, Format
 from .rules import LINEARITY_ULPS, NARROW_SCATTER_ULPS
 
-__all__ = ["argument_rounding", "intermediate_rounding", "ROUNDED_SHARE"]
+__all__ = ["argument_rounding", "intermediate_rounding"]
 
 
 def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
@@ -57,67 +57,56 @@ def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
 
 
 def intermediate_rounding(
-    rule, probes: tuple, scatter: float, eps, shown: onp.ndarray | None = None
+    rule, probes: tuple, eps, shown: onp.ndarray | None = None
 ) -> Format | None:
-    """The narrow format whose rounding a rule's self-disagreement ``scatter``
-    (relative) is: a float64 rule that rounds an intermediate to float32 on the way
-    (the backward of ``h(x).float().double()`` rounds the cotangent it passes on). Such
-    a rule
+    """The narrow format a float64 rule rounds an intermediate to on the way (the
+    backward of ``h(x).float().double()`` rounds the cotangent it passes on), told by
+    where it disagrees with itself. Such a rule
 
     - scales exactly with its argument, ``rule(2·u) == 2·rule(u)`` bit for bit, as
       every rounding to a binary format commutes with doubling (a solver with an
       absolute tolerance does not);
-    - is piecewise constant along its rounded paths at scales far below the format's
-      ulp: moved by ``δ`` ~ eps/4096 of u, it changes by ``rule(δ)`` less what those
-      paths carry, where a smooth rule (a nonlinear one that also scales exactly,
-      ``g·(1 + c·max|g|/|g|)``, or a solver with a relative tolerance) changes by
-      ``rule(δ)`` up to its small nonlinearity. Where the coordinates that show the
-      gap (``shown``; default all) miss ``rule(δ)`` by :data:`ROUNDED_SHARE` of it
-      (median), they pass through a rounding.
+    - is piecewise constant along its rounded paths: scaled by ``1 + s``, s ~ eps/4096
+      of the format, it moves by s times its exact paths alone, so ``R = rule(u) -
+      (rule((1 + s)·u) - rule(u)) / s`` is what its rounded paths carry at u. A rule
+      that is smooth and scales exactly (a nonlinear one, ``g·(1 + c·max|g|/|g|)``)
+      moves by s times all of itself (Euler's theorem), and leaves R at 0.
 
-    The format: the finest whose eps is within 1/64 to :data:`NARROW_SCATTER_ULPS`
-    times the scatter; None where none is, or the rule is not such.
+    Its disagreement with itself (``|rule(a·u + b·v) - a·rule(u) - b·rule(v)|``) is
+    then the format's rounding of R, not of the whole rule, whose float64 paths (a
+    residual beside the cast: ``x + exp(f16(tanh(x @ W)))``) can dilute it a
+    thousandfold. The format: the finest whose eps is within 1/64 to
+    :data:`NARROW_SCATTER_ULPS` times that gap over |R| (median over the coordinates
+    that show the gap, ``shown``; default all); None where none is, or the rule does
+    not scale exactly.
 
-    >>> rule = lambda g: 3.0 * onp.asarray(0.1 * g, onp.float32).astype(float)
+    >>> rule = lambda g: g + 3.0 * onp.asarray(0.001 * g, onp.float32).astype(float)
     >>> u = onp.array([0.3, -1.7, 0.9])
-    >>> intermediate_rounding(rule, ((u, rule(u)),), 1e-7, 2.0**-52).name
+    >>> intermediate_rounding(rule, ((u, rule(u)),), 2.0**-52).name
     'float32'
     >>> smooth = lambda g: g * (1 + 1e-7 * onp.abs(g).max() / onp.linalg.norm(g))
-    >>> intermediate_rounding(smooth, ((u, smooth(u)),), 1e-7, 2.0**-52) is None
+    >>> intermediate_rounding(smooth, ((u, smooth(u)),), 2.0**-52) is None
     True
     """
-    fmt = next(
-        (
-            f
-            for f in sorted(FORMATS, key=lambda f: f.eps)
-            if f.eps > float(onp.max(eps)) and f.eps / 64 <= scatter <= NARROW_SCATTER_ULPS * f.eps
-        ),
-        None,
-    )
-    if fmt is None:
-        return None
     u0, r0 = (onp.asarray(a) for a in probes[0])
     if not _same(rule(2.0 * u0), 2.0 * r0):
         return None
     gen = onp.random.default_rng(u0.size + 2)
-    delta = (gen.standard_normal(u0.shape) * onp.abs(u0) * fmt.eps / 4096).astype(u0.dtype)
-    moved = onp.asarray(rule(u0 + delta)) - r0
-    # rule(δ) itself, at a δ scaled up to u's size and back (exact, as the rule scales
-    # exactly): δ's own paths would round to the format's subnormals, or to 0, and match
-    # what u + δ carries along the rounded paths (nothing)
-    up = 2.0 ** onp.ceil(onp.log2(4096 / fmt.eps))
-    along = onp.asarray(rule(delta * up)) / up
-    mask = onp.ones(moved.shape, bool) if shown is None else onp.asarray(shown, bool)
-    with onp.errstate(all="ignore"):
-        floor = 1e-3 * float(onp.max(onp.abs(along), initial=0.0))
-        missed = onp.abs(moved - along) / (onp.abs(along) + floor)
-    missed = missed[mask & onp.isfinite(missed)]
-    return fmt if missed.size and float(onp.median(missed)) >= ROUNDED_SHARE else None
-
-
-#: The share of ``rule(δ)`` the coordinates that show a rule's gap must miss, moved by
-#: a δ far below the format's ulp, for the gap to be a rounding along their paths.
-ROUNDED_SHARE = 0.25
+    v0 = (-onp.sign(u0) * onp.abs(gen.standard_normal(u0.shape))).astype(u0.dtype)
+    a, b = 0.75, -1.25  # exact in binary: the combination adds no rounding of its own
+    gap = onp.abs(onp.asarray(rule(a * u0 + b * v0)) - (a * r0 + b * onp.asarray(rule(v0))))
+    mask = (gap > 0) if shown is None else (onp.asarray(shown, bool) & (gap > 0))
+    for fmt in sorted(FORMATS, key=lambda f: f.eps):
+        if not fmt.eps > float(onp.max(eps)):
+            continue
+        s = fmt.eps / 4096
+        with onp.errstate(all="ignore"):
+            rounded = r0 - (onp.asarray(rule((1 + s) * u0)) - r0) / s
+            share = gap / onp.abs(rounded)
+        share = share[mask & onp.isfinite(share)]
+        if share.size and fmt.eps / 64 <= float(onp.median(share)) <= NARROW_SCATTER_ULPS * fmt.eps:
+            return fmt
+    return None
 
 
 def _same(a, b) -> bool:
