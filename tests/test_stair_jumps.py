@@ -184,3 +184,35 @@ def test_a_rounding_diluted_by_a_float64_path_is_named():
     notes = " ".join(r.notes)
     assert "rounds an intermediate to float16" in notes, r.notes
     assert "adaptive or iterative" not in notes, r.notes
+
+
+def test_a_float32_rule_rounding_to_float16_is_named_and_a_smooth_one_is_not():
+    r = np.random.default_rng(0)
+    A, B, C = (r.normal(size=s).astype(np.float32) for s in ((5, 3), (5, 2), (2, 3)))
+    half = _half_path_rule(A, B, C)
+
+    def rule(u):
+        return half(u).astype(np.float32)
+
+    u = r.normal(size=3).astype(np.float32)
+    eps = np.finfo(np.float32).eps
+    fmt = intermediate_rounding(rule, ((u, rule(u)),), eps)
+    assert fmt is not None and fmt.name == "float16"
+
+    def smooth(g):
+        return (g * (1 + 1e-3 * np.abs(g).max() / np.linalg.norm(g))).astype(np.float32)
+
+    assert intermediate_rounding(smooth, ((u, smooth(u)),), eps) is None
+
+
+def test_a_float64_input_beside_a_cast_is_judged_sharply_beside_unseen_stairs():
+    """exp(f16(tanh(x[:2]))) + sin(3·x[2:]), sin's rule 0.1% off: the rule's paths from
+    x[2:] pass through no rounding, so no unseen stair's height over the reach widens
+    their entries (it would hide up to ~0.2% there)."""
+    s = with_rule(lambda z: torch.sin(3 * z), lambda z, g: g * 3 * torch.cos(3 * z) * 1.001)
+    x = torch.tensor([0.3, -0.7, 0.45, -0.2], dtype=torch.float64)
+    for seed in range(4):
+        r = gx.check_grads(
+            lambda x: torch.exp(torch.tanh(x[:2]).half().double()) + s(x[2:]), x, rng=seed
+        )
+        assert {(0, 2), (1, 3)} <= {(e.row, e.col) for e in r.mismatches}, (seed, str(r))

@@ -23,14 +23,18 @@ from .verdicts import Verdict, failing_codes, failing_verdict
 __all__ = ["mark_flats", "stair_heights", "flat_notes"]
 
 
-def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int:
+def mark_flats(
+    p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray, rounded: onp.ndarray | None = None
+) -> int:
     """Entries at a jump of f get the verdict JUMP (no derivative to compare). Where
     the analytic side and the finite differences disagree on whether f moves at all
     (one says 0), f is looked at closely: exactly flat at x as far as it was
     followed, its derivative there is 0, to within the last bit of f over the
     closest step, and the entry is judged so; flat on a stair that ends within reach,
     or read 0 near a stair's edge, the entry is judged against the slope across many
-    stairs (:func:`_judge_across`). Returns the evaluations it took."""
+    stairs (:func:`_judge_across`). ``rounded``: the columns whose rule disagrees
+    with itself (its paths pass through a rounding; default: none known). Returns
+    the evaluations it took."""
     failing = failing_codes(jd.verdicts)
     unresolved = jd.verdicts == Verdict.UNRESOLVABLE.code
     never = unresolved & (jd.reasons == Unresolvable.NEVER_SETTLED)
@@ -107,7 +111,8 @@ def mark_flats(p: Problem, est: Estimates, jd: Judgement, A: onp.ndarray) -> int
     nfev += _judge_across(p, est, jd, A, others)
     nfev += _slopes_beside_stairs(p, est, jd, A, set(narrow) | set(others) | set(jumps))
     _flat_on_stairs(p, est, jd, A, flats)
-    _beside_unseen_stairs(p, est, jd, A, set(jumps))
+    if rounded is not None:
+        _beside_unseen_stairs(p, est, jd, A, set(jumps), onp.asarray(rounded, bool))
     return nfev
 
 
@@ -165,24 +170,31 @@ def _flat_on_stairs(p: Problem, est: Estimates, jd: Judgement, A, flats: dict) -
         _judge_flat(jd, est, (i, j), a, 0.0, local, V)
 
 
-def _beside_unseen_stairs(p: Problem, est: Estimates, jd: Judgement, A, jumps: set) -> None:
+def _beside_unseen_stairs(
+    p: Problem, est: Estimates, jd: Judgement, A, jumps: set, rounded: onp.ndarray
+) -> None:
     """Failing entries that read a slope on an output seen on stairs along other
-    inputs, where none was seen along theirs within reach L (``x + exp(f16(tanh(x @
+    inputs, where none were seen along theirs within reach L (``x + exp(f16(tanh(x @
     W)))`` with tanh saturated: float16's stairs near 1 are wider than the reach, and
-    the differences read x's slope, 1, where the rule adds the rounded term's
-    1e-4): a term that rounds to stairs of height H and crosses none within L moves
-    f by less than H/L per unit, which the slope read carries as its error."""
+    the differences read x's slope, 1, where the rule adds the rounded term's 1e-4): a
+    term that rounds to stairs of height H and crosses none within L moves f by less
+    than H/L per unit, which the slope read carries as its error: along the inputs
+    whose rule passes through a rounding (``rounded``; a float64 input beside the
+    cast, whose paths do not, keeps its sharp verdict). (Not H over the distance to
+    the nearest point f leaves its tangent by half a stair: a float64 input's
+    curvature beside the cast, ``sin(3·x₂)``, leaves it within 0.01.)"""
     heights = stair_heights(p, jd)
     least = least_change(p, est)
     limit = reach_limit(p.x0)
     cells = onp.argwhere(failing_codes(jd.verdicts) & (est.N != 0) & (heights[:, None] > 0))
     for i, j in cells:
         ij = (int(i), int(j))
-        if ij in jd.across or ij in jumps or not heights[i] > KNOWN_STAIRS * least[ij]:
+        if ij in jd.across or ij in jumps or not rounded[j]:
             continue
-        unseen = float(heights[i]) / float(limit[j])
+        if not heights[i] > KNOWN_STAIRS * least[ij]:
+            continue
         a, n = float(onp.real(A[ij])), float(est.N[ij])
-        err = max(float(jd.E[ij]), unseen)
+        err = max(float(jd.E[ij]), float(heights[i]) / float(limit[j]))
         V = abs(a - n) / (FD_SAFETY * err + float(jd.allowance[ij]))
         if V <= 1:
             jd.E[ij], jd.V[ij] = err, V

@@ -68,7 +68,7 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     jd = judge_stage(p, rev, est, opts)
     found = _Found(notes=list(rev.notes) + ([fwd.note] if fwd.note else []))
     found.nfev, found.ngrad = est.nfev, rev.ngrad + fwd.passes + jd.ngrad
-    found.nfev += mark_flats(p, est, jd, rev.A)
+    found.nfev += mark_flats(p, est, jd, rev.A, rounded=rev.suspect)
     across = jd.across_mask(p.m, p.n)
     probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts, across), opts.gen)
     settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe, across)

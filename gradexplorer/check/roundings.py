@@ -99,7 +99,8 @@ def intermediate_rounding(
     for fmt in sorted(FORMATS, key=lambda f: f.eps):
         if not fmt.eps > float(onp.max(eps)):
             continue
-        s = fmt.eps / 4096
+        # (well above u's own rounding, for a float32 u: the factor it takes is s then)
+        s = max(fmt.eps / 4096, float(onp.sqrt(onp.finfo(u0.dtype).eps * fmt.eps)))
         with onp.errstate(all="ignore"):
             rounded = r0 - (onp.asarray(rule((1 + s) * u0)) - r0) / s
             share = gap / onp.abs(rounded)
