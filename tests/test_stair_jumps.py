@@ -18,7 +18,7 @@ import pytest
 from autograd.extend import defvjp, primitive
 
 import gradexplorer as gx
-from gradexplorer.check.jumps import jumps_within, looks_noisy
+from gradexplorer.check.jumps import above_rounding, jumps_within, looks_noisy
 from gradexplorer.check.roundings import intermediate_rounding
 
 torch = pytest.importorskip("torch")
@@ -216,3 +216,19 @@ def test_a_float64_input_beside_a_cast_is_judged_sharply_beside_unseen_stairs():
             lambda x: torch.exp(torch.tanh(x[:2]).half().double()) + s(x[2:]), x, rng=seed
         )
         assert {(0, 2), (1, 3)} <= {(e.row, e.col) for e in r.mismatches}, (seed, str(r))
+
+
+def test_samples_a_few_ulps_apart_are_not_looked_into():
+    """Samples at spacings far below the stairs' show only float64's rounding of f:
+    halving them confirmed nothing and spent the row's tries, so stairs at wider
+    spacings were never looked into (40 outputs of exp(f16(sin(x @ W))) + 0.3·x @ W:
+    all of y[15]'s entries failed a right rule)."""
+    offsets = 1e-7 * np.arange(1, 10)
+    Y = (np.exp(0.3) + 0.3 * offsets + 1e-16 * np.sin(1e9 * offsets))[:, None]
+    assert not above_rounding(Y, offsets)[0]
+    r = np.random.default_rng(0)
+    W, x = torch.tensor(r.normal(size=(4, 40))), torch.tensor(r.normal(size=4))
+    report = gx.check_grads(
+        lambda x: torch.exp(torch.sin(x @ W).half().double()) + 0.3 * (x @ W), x, rng=0
+    )
+    assert not [e for e in report.mismatches if e.row == 15], str(report)

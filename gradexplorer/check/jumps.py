@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as onp
 
-__all__ = ["HALVINGS", "looks_noisy", "jumps_within"]
+__all__ = ["HALVINGS", "above_rounding", "looks_noisy", "jumps_within"]
 
 #: Halvings of an interval onto the jump it holds.
 HALVINGS = 12
@@ -60,6 +60,13 @@ def _excess(offsets, Y: onp.ndarray) -> tuple[onp.ndarray, onp.ndarray]:
     with onp.errstate(all="ignore"):
         trend = onp.median(onp.diff(Y, axis=0) / gaps, axis=0)
         return trend, onp.nan_to_num(onp.diff(Y, axis=0) - trend * gaps)
+
+
+def above_rounding(Y: onp.ndarray, offsets) -> onp.ndarray:
+    """Per column of samples ``Y`` (points, rows) at ``offsets``: whether some interval
+    moved off f's trend by more than float64's rounding of f's values could (16x
+    over): samples a few ulps apart show nothing a halving could confirm."""
+    return onp.max(onp.abs(_excess(offsets, Y)[1]), axis=0) > 16.0 * _rounding(Y)
 
 
 def looks_noisy(Y: onp.ndarray, offsets) -> onp.ndarray:

@@ -21,7 +21,7 @@ import numpy as onp
 
 from ..fd.sampling import exact_steps
 from .judging import FD_SAFETY
-from .jumps import jumps_within, looks_noisy
+from .jumps import above_rounding, jumps_within, looks_noisy
 from .kinks import reach_limit
 from .ladder import fit_across
 from .problem import Problem
@@ -298,14 +298,18 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: fl
             # changes of stairs beside a smooth term, or samples that look like noise
             # (stairs narrower than the spacing): an oscillation's samples can look the
             # same, and the jumps at x's scale tell them apart (a row tried twice at most)
-            maybe = _rough(Y, t) | looks_noisy(Y, t)
+            rough = _rough(Y, t)
+            maybe = (rough | looks_noisy(Y, t)) & above_rounding(Y, t)
             maybe &= mine & ~out & ~found & (tried < JUMP_TRIES)
             if maybe.any():
-                sel = onp.flatnonzero(maybe)
+                # (a few rows each: beyond them, rows whose slope changes look like stairs'
+                # are taken so where the jumps of those looked into were confirmed)
+                sel = onp.flatnonzero(maybe)[:JUMP_ROWS]
                 held, used = jumps_within(p, v, sign, offsets, Y[:, sel], rows[sel], snap)
                 nfev += used
                 tried[sel] += 1
                 found[sel[held]] = True
+                found |= maybe & rough & (tried == 0) & bool(held.any())
             seen = onp.where(found, h * spacing, seen)
             out |= found
     return out, seen, nfev
@@ -335,6 +339,8 @@ def _rough(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
 
 #: Spacings at which a row's noise-like samples are looked into for jumps.
 JUMP_TRIES = 2
+#: Rows looked into for jumps at once (each takes up to 24 evaluations).
+JUMP_ROWS = 16
 
 #: Halvings of the first step an edge is looked for within.
 CLOSER = 16
