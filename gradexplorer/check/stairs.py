@@ -309,7 +309,9 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: fl
                 nfev += used
                 tried[sel] += 1
                 found[sel[held]] = True
-                found |= maybe & rough & (tried == 0) & bool(held.any())
+                unlooked = maybe.copy()
+                unlooked[sel] = False
+                found |= unlooked & rough & bool(held.any())
             seen = onp.where(found, h * spacing, seen)
             out |= found
     return out, seen, nfev
