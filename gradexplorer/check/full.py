@@ -40,6 +40,7 @@ from .linearity import nonlinear_vjp
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
+from .rounded import exact_parts, rounded_notes, settle_rounded_parts
 from .taylor import Convergence, TaylorResult, taylor_blocks
 from .verdicts import Comparison, Verdict, failing_codes
 
@@ -72,6 +73,7 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     across = jd.across_mask(p.m, p.n)
     probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts, across), opts.gen)
     settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe, across)
+    found.ngrad += settle_rounded_parts(est, jd, rev, rev.A)
     found.mismatches += nonlinear_vjp(p, rev, est, jd, opts, found.notes)
     if fwd.J is not None:
         entries, ngrad = judge_forward(p, rev, fwd, est, jd, probe, opts)
@@ -79,7 +81,9 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
         found.notes += fwd.notes
         found.ngrad += ngrad
     found.nfev += probe.nfev
-    settle_with_taylor(p, rev.A, est, jd.verdicts, opts, found, stair_heights(p, jd))
+    # (entries left open by their rule's rounded part: their exact part is tested)
+    A_exact, open_ = exact_parts(rev.A, jd)
+    settle_with_taylor(p, A_exact, est, open_, opts, found, stair_heights(p, jd))
     return assemble(p, opts, rev, est, jd, fwd.J, found)
 
 
@@ -170,6 +174,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     kinks = entries_where(at_kink, **common, verdicts=verdicts, reasons=jd.reasons, sides=sides)
     kinks = [_with_jump(e, jd.jumps) for e in kinks]
     notes = list(found.notes) + _count_notes(unresolved, kinks) + flat_notes(p, jd)
+    notes += rounded_notes(p, jd, A)
     kink_rows = frozenset(e.row for e in kinks)
     notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)
     notes += diagnose_pattern(A, N, V, p.cols) + domain_notes(p) + list(p.extra_notes)

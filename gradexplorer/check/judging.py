@@ -94,6 +94,9 @@ class Judgement:
     #: where f read a slope on an output seen on stairs along other inputs, and no
     #: stairs along this one within reach: judged to their height over the reach
     unseen: set = field(default_factory=set)
+    #: failing entries whose whole disagreement is their rule's part through a rounding
+    #: (stairs too wide to measure it across): ``(i, j) -> that part``, unresolved
+    rounded: dict = field(default_factory=dict)
 
     def across_mask(self, m: int, n: int) -> onp.ndarray:
         """The entries judged across a staircase's stairs, as an (m, n) mask."""

@@ -1,0 +1,143 @@
+"""Entries whose whole disagreement with f is what their rule sends through a rounding.
+
+A cast to a narrow format on the way (``x² + 2·f16(100 + 0.6·x)``) makes f a staircase
+in that term: flat at x on a stair, with the rest of f's slope beside it. AD gives the
+slope *across* the stairs for the rounded term (a cast's backward passes its cotangent
+on, rounded to the format), and where those stairs are too wide to measure across
+within reach, the finite differences read only the rest. The rule's part through the
+rounding is told apart from the rest by scaling the cotangent by ``1 + s``, s far below
+any narrow format's half ulp: rounded paths do not move (they are piecewise constant),
+the others move by s times themselves. Where the rest of the rule agrees with the
+slope read beside the stairs, the entry is not wrong: its rounded part could not be
+measured (unresolvable, a staircase).
+"""
+
+from __future__ import annotations
+
+import numpy as onp
+
+from ..fd.formats import FORMATS
+from ..fd.reasons import Unresolvable
+from .analytic import Reverse
+from .estimates import Estimates
+from .judging import FD_SAFETY, Judgement
+from .verdicts import Verdict, failing_codes
+
+__all__ = [
+    "rounded_parts", "settle_rounded_parts", "exact_parts", "rounded_notes", "ROUNDED_ROWS",
+]  # fmt: skip
+
+#: Rows whose rule is split into its rounded and exact paths, at most.
+ROUNDED_ROWS = 64
+
+
+def rounded_parts(vjp, m: int, rows, dtype=float) -> tuple[onp.ndarray, onp.ndarray]:
+    """Per row i of ``rows`` (of m outputs), what the rule ``vjp`` sends through
+    roundings at the unit cotangent e_i, and its error: ``R = vjp(e_i) - (vjp((1 +
+    s)·e_i) - vjp(e_i)) / s``. Rounded paths stay put when their cotangent moves by
+    ``1 + s`` (s ~ eps/4096 of the finest narrow format), exact ones move by s times
+    themselves, so R is the rounded paths' share (0 for a rule with none). The error
+    is R's disagreement at 2s, and the cotangent dtype's rounding over s; infinite
+    where the rule does not scale exactly with its cotangent (``vjp(2·e_i) !=
+    2·vjp(e_i)``, as every rounding to a binary format does: a term not multiplied
+    by the cotangent moves less than s times itself too).
+
+    >>> rule = lambda g: g[:1] * 2.0 + 3.0 * onp.asarray(g[:1], onp.float16).astype(float)
+    >>> R, err = rounded_parts(rule, 1, [0])
+    >>> round(float(R[0, 0]), 6), bool(err[0, 0] < 1e-3)
+    (3.0, True)
+    """
+    dtype = onp.dtype(dtype).type
+    eps_u = float(onp.finfo(dtype).eps)
+    fmt = min((f for f in FORMATS if f.eps > eps_u), key=lambda f: f.eps)
+    s = max(fmt.eps / 4096, float(onp.sqrt(eps_u * fmt.eps)))
+    s = float(onp.asarray(1 + s, dtype)) - 1.0  # (as the cotangent's dtype holds it)
+    R, err = [], []
+    for i in rows:
+        u = onp.zeros(m, dtype)
+        u[i] = 1
+        r0, r1, r2 = (onp.asarray(vjp(u * dtype(1 + k * s)), float) for k in (0, 1, 2))
+        if not _same(onp.asarray(vjp(2 * u), float), 2 * r0):
+            # no rounding to a binary format: an offset not multiplied by the cotangent
+            # (g + c) moves less than s times itself too
+            R.append(onp.zeros_like(r0))
+            err.append(onp.full_like(r0, onp.inf))
+            continue
+        with onp.errstate(all="ignore"):
+            exact1, exact2 = (r1 - r0) / s, (r2 - r0) / (2 * s)
+            scale = onp.abs(r0) + onp.abs(r1) + onp.abs(r2)
+            R.append(r0 - exact1)
+            err.append(2 * onp.abs(exact1 - exact2) + 2 * eps_u * scale / s)
+    return onp.array(R).reshape(len(rows), -1), onp.array(err).reshape(len(rows), -1)
+
+
+def _same(a, b) -> bool:
+    """Equal bit for bit where finite, NaN where NaN."""
+    return bool(onp.all((a == b) | (onp.isnan(a) & onp.isnan(b))))
+
+
+def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.ndarray) -> int:
+    """Failing entries along inputs whose rule rounds (``rev.suspect``), where the rule
+    less its rounded part agrees with the slope the differences read: unresolvable
+    (a staircase too wide to measure across), the rounded part kept in
+    ``jd.rounded`` (as it is for entries already unresolved so, for the Taylor test:
+    :func:`exact_parts`). Entries whose slope across stairs was measured, or fitted
+    coarsely and rules the rule out, keep their verdict, as do those where the
+    differences read 0. Returns the derivative
+    passes taken."""
+    staircase = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.STAIRCASE)
+    if not (rev.suspect.any() or rev.narrow is not None):
+        return 0
+    # (where the differences read 0, f may not depend on that input at all there: a
+    # value that underflows to 0 in the format, which no stair excuses)
+    cells = (failing_codes(jd.verdicts) | staircase) & onp.isfinite(est.N) & (est.N != 0)
+    for ij, across in jd.across.items():
+        a, bar = float(onp.real(A[ij])), FD_SAFETY * across.err + float(jd.allowance[ij])
+        cells[ij] &= not (across.measured or (across.coarse and abs(a - across.est) > bar))
+    rows = onp.flatnonzero(cells.any(axis=1))[:ROUNDED_ROWS]
+    if not rows.size:
+        return 0
+    R, err = rounded_parts(rev.vjp, A.shape[0], rows, rev.y.dtype)
+    for k, i in enumerate(rows):
+        for j in onp.flatnonzero(cells[i]):
+            a, r, n = float(onp.real(A[i, j])), float(R[k, j]), float(est.N[i, j])
+            # (the differences' own error, where an earlier stage left the entry open)
+            e = float(jd.E[i, j] if onp.isfinite(jd.E[i, j]) else est.E[i, j])
+            bar = FD_SAFETY * (e + float(err[k, j])) + float(jd.allowance[i, j])
+            if abs(r) > bar and abs(a - r - n) <= bar:
+                jd.E[i, j], jd.V[i, j] = onp.inf, onp.nan  # (N: the slope read beside them)
+                jd.verdicts[i, j] = Verdict.UNRESOLVABLE.code
+                jd.reasons[i, j] = Unresolvable.STAIRCASE
+                jd.rounded[(int(i), int(j))] = r
+    return 4 * rows.size
+
+
+def exact_parts(A: onp.ndarray, jd: Judgement) -> tuple[onp.ndarray, onp.ndarray]:
+    """A less the rounded parts of the entries :func:`settle_rounded_parts` left open,
+    and the verdicts with those entries as judged (their exact part agreed with f):
+    what the Taylor test is to test (f shows no slope for their rounded part within
+    its steps, and its remainder would shrink like h, not h²)."""
+    if not jd.rounded:
+        return A, jd.verdicts
+    A, verdicts = A.copy(), jd.verdicts.copy()
+    for ij, r in jd.rounded.items():
+        A[ij] -= r
+        verdicts[ij] = Verdict.RIGHT.code
+    return A, verdicts
+
+
+def rounded_notes(p, jd: Judgement, A: onp.ndarray) -> list[str]:
+    """What the report says of the entries :func:`settle_rounded_parts` left open."""
+    if not jd.rounded:
+        return []
+    (i, j), r = min(jd.rounded.items())
+    count = len(jd.rounded)
+    return [
+        f"{count} entr{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / {p.cols.label(j)}, "
+        f"...) differ from f's slope by just what their rule sends through a rounding to a "
+        f"narrow format ({r:.3g} of {float(onp.real(A[i, j])):.3g} there: the backward of a "
+        "cast, which passes its cotangent on): f is flat on that term's stairs at the step, "
+        "and they are too wide to measure its slope across them within reach. The rest of "
+        "the rule agrees with f; the rounded part is unresolvable (if f rounds nothing "
+        "there, that part of the rule is wrong)."
+    ]
