@@ -206,6 +206,7 @@ def _linearity(ctx: FastContext, opts: Options):
                 "inputs judges each to its own."
             )
     rounding = exact.cause is Cause.ROUNDING and not precision
+    ctx.rounds = exact.cause is not Cause.EXACT
     if rounding:  # a float16 intermediate's rounding: no nonlinear rule
         ctx.notes.append(precision_note("VJP", "cotangent", exact))
         lin = onp.zeros_like(lin)
@@ -339,6 +340,8 @@ def _fall_back(ctx: FastContext, p: Problem, opts: Options, why: str) -> list[En
     """The full check in the fast check's place; its entries."""
     ctx.notes.append(f"{why}: fell back to the full check, which judges every entry")
     full = ctx.fallback = full_check(p, opts)
+    # (what it says of the entries it judged: stairs, kinks, rounded parts)
+    ctx.notes.extend(n for n in full.notes if n not in ctx.notes)
     ctx.cost.nfev += full.nfev
     ctx.cost.ngrad += full.ngrad
     ctx.capped = False

@@ -54,6 +54,9 @@ class FastContext:
     cost: Cost = field(default_factory=Cost)
     notes: list = field(default_factory=list)
     linear: bool = True
+    #: the rule disagrees with itself (rounds, or is a solver): a failing entry's
+    #: rounded part may be all it differs by (:func:`~.rounded.rounded_parts`)
+    rounds: bool = False
     #: the search found more than its budget: more wrong entries may remain
     capped: bool = False
     #: why projections cannot be judged entry by entry here (the full check then is,

@@ -16,6 +16,7 @@ from ..fd.reasons import Unresolvable
 from .estimates import Estimates
 from .judging import FD_SAFETY, Judgement
 from .kinks import find_jumps, flat_to_the_limit, least_change, reach_limit
+from .loose import VAGUE_SHARE, loose_notes, unknown_across
 from .problem import Problem
 from .stairs import across_stairs
 from .verdicts import Verdict, failing_codes, failing_verdict
@@ -111,6 +112,7 @@ def mark_flats(
     nfev += _judge_across(p, est, jd, A, others)
     nfev += _slopes_beside_stairs(p, est, jd, A, set(narrow) | set(others) | set(jumps))
     _flat_on_stairs(p, est, jd, A, flats)
+    unknown_across(jd, A)
     if rounded is not None:
         _beside_unseen_stairs(p, est, jd, A, set(jumps), onp.asarray(rounded, bool))
     return nfev
@@ -215,11 +217,6 @@ def _worst_columns(cells: dict, V, most: int) -> dict:
     return {ij: reach for ij, reach in cells.items() if ij[1] in keep}
 
 
-#: An entry whose allowed difference is wider than this share of its value cannot
-#: tell a rule off by that much from a right one.
-VAGUE_SHARE = 0.01
-
-
 def _vague(p: Problem, est: Estimates, jd: Judgement, A, judged: set) -> dict:
     """Entries that passed on outputs uneven at the scale of the step, within an FD
     error too wide to see a rule off by :data:`VAGUE_SHARE` (a float64 loss of many
@@ -322,8 +319,10 @@ def stair_heights(p: Problem, jd: Judgement) -> onp.ndarray:
     return heights
 
 
-def flat_notes(p: Problem, jd: Judgement) -> list[str]:
+def flat_notes(p: Problem, jd: Judgement, A: onp.ndarray | None = None) -> list[str]:
     notes = _across_notes(p, jd) + _unseen_notes(p, jd)
+    if A is not None:
+        notes += loose_notes(p, jd, A)
     flat = sorted(jd.flat)
     if not flat:
         return notes

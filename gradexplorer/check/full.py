@@ -173,7 +173,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     at_kink = (verdicts == Verdict.RIGHT_AT_KINK.code) | (verdicts == Verdict.JUMP.code)
     kinks = entries_where(at_kink, **common, verdicts=verdicts, reasons=jd.reasons, sides=sides)
     kinks = [_with_jump(e, jd.jumps) for e in kinks]
-    notes = list(found.notes) + _count_notes(unresolved, kinks) + flat_notes(p, jd)
+    notes = list(found.notes) + _count_notes(unresolved, kinks) + flat_notes(p, jd, A)
     notes += rounded_notes(p, jd, A)
     kink_rows = frozenset(e.row for e in kinks)
     notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)

@@ -17,6 +17,7 @@ from .entries import make_entry
 from .fastctx import Along, FastContext, allowed
 from .judging import FD_SAFETY, RTOL_ULPS, coarse_stairs, judge
 from .report import Entry
+from .rounded import rounded_parts
 from .stairs import across_stairs_columns, across_stairs_entries
 from .verdicts import Comparison, Verdict
 
@@ -246,9 +247,35 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
                     kind=kind, verdict=verdict, reason=Unresolvable.KINK, one_sided=(r, l),
                 )
             )  # fmt: skip
+        elif viol[k] > 1 and _all_rounded(ctx, i, j, a[k], num[k], err[k], rt[k], kind):
+            out.append(
+                make_entry(
+                    p.rows, p.cols, i, j, a[k], num[k], onp.inf, onp.nan, kind=kind,
+                    verdict=Verdict.UNRESOLVABLE, reason=Unresolvable.STAIRCASE,
+                )
+            )  # fmt: skip
         elif viol[k] > 1:
             out.append(make_entry(p.rows, p.cols, i, j, a[k], num[k], err[k], viol[k], kind=kind))
     return out
+
+
+def _all_rounded(ctx: FastContext, i, j, a, num, err, rtol, kind) -> bool:
+    """Whether a failing entry differs from the slope read by just its rule's part
+    through a rounding (stairs too wide to measure it across), as the full check
+    asks (:func:`~.rounded.settle_rounded_parts`): the VJP's at cotangent e_i, or the
+    JVP's at tangent e_j."""
+    if not ctx.rounds or num == 0 or not onp.isfinite(err):
+        return False
+    if kind is Comparison.VJP:
+        R, r_err = rounded_parts(ctx.vjp, ctx.y0.size, [int(i)], ctx.y0.dtype)
+        r, r_err = float(R[0, j]), float(r_err[0, j])
+    elif kind is Comparison.JVP:
+        R, r_err = rounded_parts(ctx.jvp, ctx.x0.size, [int(j)], ctx.x0.dtype)
+        r, r_err = float(R[0, i]), float(r_err[0, i])
+    else:
+        return False
+    bar = allowed(err + r_err, rtol, abs(a), ctx.atol)
+    return abs(r) > bar and abs(a - r - num) <= bar
 
 
 def _columns_then_rows(ctx: FastContext, u: onp.ndarray) -> list[Entry]:

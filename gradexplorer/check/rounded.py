@@ -113,16 +113,18 @@ def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.nda
 
 
 def exact_parts(A: onp.ndarray, jd: Judgement) -> tuple[onp.ndarray, onp.ndarray]:
-    """A less the rounded parts of the entries :func:`settle_rounded_parts` left open,
-    and the verdicts with those entries as judged (their exact part agreed with f):
-    what the Taylor test is to test (f shows no slope for their rounded part within
-    its steps, and its remainder would shrink like h, not h²)."""
-    if not jd.rounded:
+    """What the Taylor test is to test: A less the rounded parts of the entries
+    :func:`settle_rounded_parts` left open, and the verdicts with every entry left
+    open on stairs as judged. Across stairs f's remainder shrinks like h until h is
+    within a stair, as a wrong rule's does, so its order says nothing of them
+    (``x² + 2·f16(100 + 0.6·x)``: first order, a right rule called wrong)."""
+    staircase = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.STAIRCASE)
+    if not (jd.rounded or staircase.any()):
         return A, jd.verdicts
     A, verdicts = A.copy(), jd.verdicts.copy()
     for ij, r in jd.rounded.items():
         A[ij] -= r
-        verdicts[ij] = Verdict.RIGHT.code
+    verdicts[staircase] = Verdict.RIGHT.code
     return A, verdicts
 
 
