@@ -273,6 +273,7 @@ def _judge_across(
     # float32 output's visible grid) were judged rightly as they were
     least = least_change(p, est)
     measured = {ij: a for ij, a in measured.items() if a.height > KNOWN_STAIRS * least[ij]}
+    jd.stairs_seen.update(measured)
     if read_a_slope:
         _unresolved_beside_wide_stairs(jd, est, A, measured)
     if read_a_slope or sharpen:

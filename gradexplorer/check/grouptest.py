@@ -216,12 +216,16 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
     # term, whose steps shrank onto a stair (as the full check's flats stage)
     shrunk = float(onp.max(res.steps[0])) < float(step[0]) / 4  # (onto a stair?)
     uneven = ctx.row_noise.structured[rows] | shrunk
-    again = (viol > 1) & (num != 0) & uneven & ~kink
+    # (and any failing entry of a rule that rounds: its stairs may be too wide to make
+    # f uneven at the step, x² + 2·f16(100 + 0.6·x))
+    again = (viol > 1) & (num != 0) & (uneven | ctx.rounds) & ~kink
+    seen = onp.zeros(len(rows), bool)  # (f seen on stairs along x_j within reach)
     if again.any():
         sub = onp.flatnonzero(again)
-        num[sub], err[sub], unresolved, used = across_stairs_entries(
+        num[sub], err[sub], unresolved, seen_sub, used = across_stairs_entries(
             p, j, onp.asarray(rows)[sub], num[sub], err[sub], ctx.y0, a[sub]
         )
+        seen[sub] = seen_sub
         ctx.cost.nfev += used
         wide |= {(int(onp.asarray(rows)[k]), j) for k in sub[unresolved]}
         viol = judge(a, num, err, rt, ctx.atol)
@@ -247,7 +251,7 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
                     kind=kind, verdict=verdict, reason=Unresolvable.KINK, one_sided=(r, l),
                 )
             )  # fmt: skip
-        elif viol[k] > 1 and _all_rounded(ctx, i, j, a[k], num[k], err[k], rt[k], kind):
+        elif viol[k] > 1 and seen[k] and _all_rounded(ctx, i, j, a[k], num[k], err[k], rt[k], kind):
             out.append(
                 make_entry(
                     p.rows, p.cols, i, j, a[k], num[k], onp.inf, onp.nan, kind=kind,
@@ -260,9 +264,10 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
 
 
 def _all_rounded(ctx: FastContext, i, j, a, num, err, rtol, kind) -> bool:
-    """Whether a failing entry differs from the slope read by just its rule's part
-    through a rounding (stairs too wide to measure it across), as the full check
-    asks (:func:`~.rounded.settle_rounded_parts`): the VJP's at cotangent e_i, or the
+    """Whether a failing entry, where f was seen on stairs within reach, differs from
+    the slope read by just its rule's part through a rounding (stairs too wide to
+    measure it across), as the full check asks
+    (:func:`~.rounded.settle_rounded_parts`): the VJP's at cotangent e_i, or the
     JVP's at tangent e_j."""
     if not ctx.rounds or num == 0 or not onp.isfinite(err):
         return False

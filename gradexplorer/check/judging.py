@@ -97,6 +97,12 @@ class Judgement:
     #: failing entries whose whole disagreement is their rule's part through a rounding
     #: (stairs too wide to measure it across): ``(i, j) -> that part``, unresolved
     rounded: dict = field(default_factory=dict)
+    #: entries along whose input f was seen on stairs within reach (measured across
+    #: them or not)
+    stairs_seen: set = field(default_factory=set)
+    #: failing entries that differ by just their rule's rounded part where f showed
+    #: no stairs within reach (the part is wrong, or the stairs wider than the reach)
+    rounded_unseen: dict = field(default_factory=dict)
 
     def across_mask(self, m: int, n: int) -> onp.ndarray:
         """The entries judged across a staircase's stairs, as an (m, n) mask."""

@@ -77,14 +77,17 @@ def _same(a, b) -> bool:
 
 
 def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.ndarray) -> int:
-    """Failing entries along inputs whose rule rounds (``rev.suspect``), where the rule
-    less its rounded part agrees with the slope the differences read: unresolvable
-    (a staircase too wide to measure across), the rounded part kept in
+    """Failing entries of a rule that disagrees with itself (``rev.suspect``), where
+    the rule less its rounded part agrees with the slope the differences read, and f
+    was seen on stairs along their input within reach (``jd.stairs_seen``):
+    unresolvable (a staircase too wide to measure across), the rounded part kept in
     ``jd.rounded`` (as it is for entries already unresolved so, for the Taylor test:
-    :func:`exact_parts`). Entries whose slope across stairs was measured, or fitted
-    coarsely and rules the rule out, keep their verdict, as do those where the
-    differences read 0. Returns the derivative
-    passes taken."""
+    :func:`exact_parts`). Where f showed no stairs, f is smooth within reach and its
+    slope there is the derivative: the verdict stands (a bogus term on a rounded path,
+    or stairs wider than the reach: ``jd.rounded_unseen``, which the report says).
+    Entries whose slope across stairs was measured, or fitted coarsely and rules the
+    rule out, keep their verdict, as do those where the differences read 0. Returns
+    the derivative passes taken."""
     staircase = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.STAIRCASE)
     if not (rev.suspect.any() or rev.narrow is not None):
         return 0
@@ -104,11 +107,17 @@ def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.nda
             # (the differences' own error, where an earlier stage left the entry open)
             e = float(jd.E[i, j] if onp.isfinite(jd.E[i, j]) else est.E[i, j])
             bar = FD_SAFETY * (e + float(err[k, j])) + float(jd.allowance[i, j])
-            if abs(r) > bar and abs(a - r - n) <= bar:
-                jd.E[i, j], jd.V[i, j] = onp.inf, onp.nan  # (N: the slope read beside them)
-                jd.verdicts[i, j] = Verdict.UNRESOLVABLE.code
-                jd.reasons[i, j] = Unresolvable.STAIRCASE
-                jd.rounded[(int(i), int(j))] = r
+            if not (abs(r) > bar and abs(a - r - n) <= bar):
+                continue
+            if (int(i), int(j)) not in jd.stairs_seen and not staircase[i, j]:
+                # f is smooth within reach: its slope there is the derivative, and the
+                # rounded part is wrong, or its stairs wider than the reach (said so)
+                jd.rounded_unseen[(int(i), int(j))] = r
+                continue
+            jd.E[i, j], jd.V[i, j] = onp.inf, onp.nan  # (N: the slope read beside them)
+            jd.verdicts[i, j] = Verdict.UNRESOLVABLE.code
+            jd.reasons[i, j] = Unresolvable.STAIRCASE
+            jd.rounded[(int(i), int(j))] = r
     return 4 * rows.size
 
 
@@ -129,17 +138,30 @@ def exact_parts(A: onp.ndarray, jd: Judgement) -> tuple[onp.ndarray, onp.ndarray
 
 
 def rounded_notes(p, jd: Judgement, A: onp.ndarray) -> list[str]:
-    """What the report says of the entries :func:`settle_rounded_parts` left open."""
-    if not jd.rounded:
-        return []
-    (i, j), r = min(jd.rounded.items())
-    count = len(jd.rounded)
-    return [
-        f"{count} entr{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / {p.cols.label(j)}, "
-        f"...) differ from f's slope by just what their rule sends through a rounding to a "
-        f"narrow format ({r:.3g} of {float(onp.real(A[i, j])):.3g} there: the backward of a "
-        "cast, which passes its cotangent on): f is flat on that term's stairs at the step, "
-        "and they are too wide to measure its slope across them within reach. The rest of "
-        "the rule agrees with f; the rounded part is unresolvable (if f rounds nothing "
-        "there, that part of the rule is wrong)."
-    ]
+    """What the report says of the entries :func:`settle_rounded_parts` looked at."""
+    notes = []
+    if jd.rounded:
+        (i, j), r = min(jd.rounded.items())
+        count = len(jd.rounded)
+        notes.append(
+            f"{count} entr{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / "
+            f"{p.cols.label(j)}, ...) differ from f's slope by just what their rule sends "
+            f"through a rounding to a narrow format ({r:.3g} of "
+            f"{float(onp.real(A[i, j])):.3g} there: the backward of a cast, which passes its "
+            "cotangent on): f is flat on that term's stairs at the step, and they are too "
+            "wide to measure its slope across them within reach. The rest of the rule "
+            "agrees with f; the rounded part is unresolvable."
+        )
+    if jd.rounded_unseen:
+        (i, j), r = min(jd.rounded_unseen.items())
+        count = len(jd.rounded_unseen)
+        notes.append(
+            f"{count} wrong entr{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / "
+            f"{p.cols.label(j)}, ...) differ from f's slope by just what their rule sends "
+            f"through a rounding to a narrow format ({r:.3g} of "
+            f"{float(onp.real(A[i, j])):.3g} there), and f shows no stairs along that input "
+            "within reach: f is smooth there, so that part of the rule is wrong, unless "
+            "f rounds a value whose stairs are wider than the reach (a cast of a large "
+            "intermediate that x moves weakly; checking at points further apart tells)."
+        )
+    return notes

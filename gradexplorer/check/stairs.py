@@ -193,20 +193,21 @@ def across_stairs_entries(p: Problem, j: int, rows, num, err, y0, analytic) -> t
     f goes on in stairs along x_j (stairs beside a smooth float64 term: the steps
     shrank onto a stair and read the smooth term's slope alone): new arrays, where
     the stairs are too wide to measure across yet a fit over the few within reach
-    sides with the rule (:meth:`Across.allows`: unresolved, a mask), and the
-    evaluations it took."""
+    sides with the rule (:meth:`Across.allows`: unresolved, a mask), where stairs were
+    seen within reach at all (a mask), and the evaluations it took."""
     num, err = onp.array(num, dtype=float), onp.array(err, dtype=float)
     base = float(p.steps("forward")[j])
     cells = {(int(i), int(j)): 32.0 * base for i in rows}
     measured, nfev = across_stairs(p, cells, y0, coarse=True)
     pos = {int(i): k for k, i in enumerate(rows)}
-    unresolved = onp.zeros(len(pos), bool)
+    unresolved, seen = onp.zeros(len(pos), bool), onp.zeros(len(pos), bool)
     for (i, _), across in measured.items():
+        seen[pos[i]] = True
         if across.measured:
             num[pos[i]], err[pos[i]] = across.est, across.err
         k = pos[i]
         unresolved[k] = across.allows(float(onp.real(analytic[k])), float(num[k]))
-    return num, err, unresolved, nfev
+    return num, err, unresolved, seen, nfev
 
 
 def _stair(p: Problem, v, rows, reach: float, y0, limit: float, snap) -> tuple:
