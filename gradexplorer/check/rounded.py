@@ -137,31 +137,34 @@ def exact_parts(A: onp.ndarray, jd: Judgement) -> tuple[onp.ndarray, onp.ndarray
     return A, verdicts
 
 
+#: What the report says after :func:`_differ`, of entries left open on stairs too
+#: wide to measure across, and of wrong ones where f showed no stairs.
+_OPEN = (
+    ": the backward of a cast, which passes its cotangent on): f is flat on that term's "
+    "stairs at the step, and they are too wide to measure its slope across them within "
+    "reach. The rest of the rule agrees with f; the rounded part is unresolvable."
+)
+_UNSEEN = (
+    "), and f shows no stairs along that input within reach: f is smooth there, so that "
+    "part of the rule is wrong, unless f rounds a value whose stairs are wider than the "
+    "reach (a cast of a large intermediate that x moves weakly; checking at points "
+    "further apart tells)."
+)
+
+
 def rounded_notes(p, jd: Judgement, A: onp.ndarray) -> list[str]:
     """What the report says of the entries :func:`settle_rounded_parts` looked at."""
-    notes = []
-    if jd.rounded:
-        (i, j), r = min(jd.rounded.items())
-        count = len(jd.rounded)
-        notes.append(
-            f"{count} entr{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / "
-            f"{p.cols.label(j)}, ...) differ from f's slope by just what their rule sends "
-            f"through a rounding to a narrow format ({r:.3g} of "
-            f"{float(onp.real(A[i, j])):.3g} there: the backward of a cast, which passes its "
-            "cotangent on): f is flat on that term's stairs at the step, and they are too "
-            "wide to measure its slope across them within reach. The rest of the rule "
-            "agrees with f; the rounded part is unresolvable."
-        )
-    if jd.rounded_unseen:
-        (i, j), r = min(jd.rounded_unseen.items())
-        count = len(jd.rounded_unseen)
-        notes.append(
-            f"{count} wrong entr{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / "
-            f"{p.cols.label(j)}, ...) differ from f's slope by just what their rule sends "
-            f"through a rounding to a narrow format ({r:.3g} of "
-            f"{float(onp.real(A[i, j])):.3g} there), and f shows no stairs along that input "
-            "within reach: f is smooth there, so that part of the rule is wrong, unless "
-            "f rounds a value whose stairs are wider than the reach (a cast of a large "
-            "intermediate that x moves weakly; checking at points further apart tells)."
-        )
-    return notes
+    kinds = ((jd.rounded, "entr", _OPEN), (jd.rounded_unseen, "wrong entr", _UNSEEN))
+    return [_differ(p, cells, A, what) + rest for cells, what, rest in kinds if cells]
+
+
+def _differ(p, cells: dict, A: onp.ndarray, what: str) -> str:
+    """``k entries (label, ...) differ ... (R of A there``, the note's common start."""
+    (i, j), r = min(cells.items())
+    count = len(cells)
+    return (
+        f"{count} {what}{'y' if count == 1 else 'ies'} ({p.rows.label(i)} / "
+        f"{p.cols.label(j)}, ...) differ from f's slope by just what their rule sends "
+        f"through a rounding to a narrow format ({r:.3g} of {float(onp.real(A[i, j])):.3g} "
+        "there"
+    )
