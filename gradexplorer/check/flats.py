@@ -320,10 +320,8 @@ def stair_heights(p: Problem, jd: Judgement) -> onp.ndarray:
     return heights
 
 
-def flat_notes(p: Problem, jd: Judgement, A: onp.ndarray | None = None) -> list[str]:
-    notes = _across_notes(p, jd) + _unseen_notes(p, jd)
-    if A is not None:
-        notes += loose_notes(p, jd, A)
+def flat_notes(p: Problem, jd: Judgement, A: onp.ndarray) -> list[str]:
+    notes = _across_notes(p, jd) + _unseen_notes(p, jd) + loose_notes(p, jd, A)
     flat = sorted(jd.flat)
     if not flat:
         return notes

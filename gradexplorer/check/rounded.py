@@ -21,6 +21,7 @@ from ..fd.reasons import Unresolvable
 from .analytic import Reverse
 from .estimates import Estimates
 from .judging import FD_SAFETY, Judgement
+from .roundings import same_bits
 from .verdicts import Verdict, failing_codes
 
 __all__ = [
@@ -57,7 +58,7 @@ def rounded_parts(vjp, m: int, rows, dtype=float) -> tuple[onp.ndarray, onp.ndar
         u = onp.zeros(m, dtype)
         u[i] = 1
         r0, r1, r2 = (onp.asarray(vjp(u * dtype(1 + k * s)), float) for k in (0, 1, 2))
-        if not _same(onp.asarray(vjp(2 * u), float), 2 * r0):
+        if not same_bits(onp.asarray(vjp(2 * u), float), 2 * r0):
             # no rounding to a binary format: an offset not multiplied by the cotangent
             # (g + c) moves less than s times itself too
             R.append(onp.zeros_like(r0))
@@ -71,9 +72,10 @@ def rounded_parts(vjp, m: int, rows, dtype=float) -> tuple[onp.ndarray, onp.ndar
     return onp.array(R).reshape(len(rows), -1), onp.array(err).reshape(len(rows), -1)
 
 
-def _same(a, b) -> bool:
-    """Equal bit for bit where finite, NaN where NaN."""
-    return bool(onp.all((a == b) | (onp.isnan(a) & onp.isnan(b))))
+def _staircase(jd: Judgement) -> onp.ndarray:
+    """Entries left open on stairs (unresolvable, a staircase)."""
+    unresolved = jd.verdicts == Verdict.UNRESOLVABLE.code
+    return unresolved & (jd.reasons == Unresolvable.STAIRCASE)
 
 
 def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.ndarray) -> int:
@@ -88,9 +90,9 @@ def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.nda
     Entries whose slope across stairs was measured, or fitted coarsely and rules the
     rule out, keep their verdict, as do those where the differences read 0. Returns
     the derivative passes taken."""
-    staircase = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.STAIRCASE)
     if not (rev.suspect.any() or rev.narrow is not None):
         return 0
+    staircase = _staircase(jd)
     # (where the differences read 0, f may not depend on that input at all there: a
     # value that underflows to 0 in the format, which no stair excuses)
     cells = (failing_codes(jd.verdicts) | staircase) & onp.isfinite(est.N) & (est.N != 0)
@@ -127,7 +129,7 @@ def exact_parts(A: onp.ndarray, jd: Judgement) -> tuple[onp.ndarray, onp.ndarray
     open on stairs as judged. Across stairs f's remainder shrinks like h until h is
     within a stair, as a wrong rule's does, so its order says nothing of them
     (``x² + 2·f16(100 + 0.6·x)``: first order, a right rule called wrong)."""
-    staircase = (jd.verdicts == Verdict.UNRESOLVABLE.code) & (jd.reasons == Unresolvable.STAIRCASE)
+    staircase = _staircase(jd)
     if not (jd.rounded or staircase.any()):
         return A, jd.verdicts
     A, verdicts = A.copy(), jd.verdicts.copy()

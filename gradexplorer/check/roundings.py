@@ -10,7 +10,7 @@ import numpy as onp
 from ..fd.formats import FORMATS, Format
 from .rules import LINEARITY_ULPS, NARROW_SCATTER_ULPS
 
-__all__ = ["argument_rounding", "intermediate_rounding"]
+__all__ = ["argument_rounding", "intermediate_rounding", "same_bits"]
 
 
 def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
@@ -40,7 +40,7 @@ def argument_rounding(rule, probes: tuple, ratio, rel, eps) -> Format | None:
         (
             f
             for f in sorted(FORMATS, key=lambda f: -f.eps)
-            if f.eps > float(onp.max(eps)) and _same(rule(f.round(u0).astype(u0.dtype)), r0)
+            if f.eps > float(onp.max(eps)) and same_bits(rule(f.round(u0).astype(u0.dtype)), r0)
         ),
         None,
     )
@@ -89,7 +89,7 @@ def intermediate_rounding(
     True
     """
     u0, r0 = (onp.asarray(a) for a in probes[0])
-    if not _same(rule(2.0 * u0), 2.0 * r0):
+    if not same_bits(rule(2.0 * u0), 2.0 * r0):
         return None
     gen = onp.random.default_rng(u0.size + 2)
     v0 = (-onp.sign(u0) * onp.abs(gen.standard_normal(u0.shape))).astype(u0.dtype)
@@ -110,7 +110,11 @@ def intermediate_rounding(
     return None
 
 
-def _same(a, b) -> bool:
-    """Equal bit for bit where finite, NaN where NaN."""
+def same_bits(a, b) -> bool:
+    """Equal bit for bit where finite, NaN where NaN, and of one shape.
+
+    >>> same_bits([1.0, onp.nan], [1.0, onp.nan]), same_bits([1.0], [1.0 + 2**-52])
+    (True, False)
+    """
     a, b = onp.asarray(a), onp.asarray(b)
     return a.shape == b.shape and bool(onp.all((a == b) | (onp.isnan(a) & onp.isnan(b))))
