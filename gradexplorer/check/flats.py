@@ -272,6 +272,8 @@ def _judge_across(
     # stairs no taller than the least change f's differences already counted (a
     # float32 output's visible grid) were judged rightly as they were
     least = least_change(p, est)
+    if read_a_slope:
+        nfev += _taller_beyond(p, est, measured, least)
     measured = {ij: a for ij, a in measured.items() if a.height > KNOWN_STAIRS * least[ij]}
     jd.stairs_seen.update(measured)
     if read_a_slope:
@@ -295,6 +297,27 @@ def _judge_across(
         V = abs(a - across.est) / (FD_SAFETY * across.err + float(jd.allowance[ij]))
         _judge_flat(jd, est, ij, a, across.est, across.err, V)
         jd.flat.discard(ij)
+    return nfev
+
+
+#: Taller stairs are looked for beyond this many widths of the known ones.
+BEYOND_KNOWN = 64.0
+
+
+def _taller_beyond(p: Problem, est: Estimates, measured: dict, least) -> int:
+    """Where the stairs found are no taller than f's known quantum (a float32 output's
+    grid), taller ones beyond them, in ``measured``'s place (float16's within a float32
+    model: ``(x.float()**2 + 2·f16(100 + 0.6·x.float())).double()``, whose differences
+    read x²'s slope on a float16 stair). Returns the evaluations it took."""
+    known = {
+        ij: BEYOND_KNOWN * a.width
+        for ij, a in measured.items()
+        if not a.height > KNOWN_STAIRS * least[ij] and onp.isfinite(a.width)
+    }
+    if not known:
+        return 0
+    taller, nfev = across_stairs(p, known, est.y0, coarse=True)
+    measured.update(taller)
     return nfev
 
 

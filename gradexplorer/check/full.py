@@ -37,6 +37,7 @@ from .forward import forward_stage, judge_forward
 from .judging import Judgement, judge_stage
 from .kinks import KinkProbe, settle_kinks
 from .linearity import nonlinear_vjp
+from .onstair import exact_notes, settle_exact_parts
 from .options import Options
 from .problem import Problem
 from .report import CheckReport, Entry, Outcome
@@ -74,6 +75,8 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts, across), opts.gen)
     settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe, across)
     found.ngrad += settle_rounded_parts(est, jd, rev, rev.A)
+    ngrad, nfev = settle_exact_parts(p, est, jd, rev, rev.A)
+    found.ngrad, found.nfev = found.ngrad + ngrad, found.nfev + nfev
     found.mismatches += nonlinear_vjp(p, rev, est, jd, opts, found.notes)
     if fwd.J is not None:
         entries, ngrad = judge_forward(p, rev, fwd, est, jd, probe, opts)
@@ -174,7 +177,7 @@ def assemble(p, opts, rev: Reverse, est: Estimates, jd: Judgement, fwd, found) -
     kinks = entries_where(at_kink, **common, verdicts=verdicts, reasons=jd.reasons, sides=sides)
     kinks = [_with_jump(e, jd.jumps) for e in kinks]
     notes = list(found.notes) + _count_notes(unresolved, kinks) + flat_notes(p, jd, A)
-    notes += rounded_notes(p, jd, A)
+    notes += rounded_notes(p, jd, A) + exact_notes(p, jd)
     kink_rows = frozenset(e.row for e in kinks)
     notes += noise_notes(p, est.y0, est.noise, kink_rows) + staircase_notes(p, est.noise)
     notes += diagnose_pattern(A, N, V, p.cols) + domain_notes(p) + list(p.extra_notes)

@@ -17,7 +17,7 @@ from .entries import make_entry
 from .fastctx import Along, FastContext, allowed
 from .judging import FD_SAFETY, RTOL_ULPS, coarse_stairs, judge
 from .report import Entry
-from .rounded import rounded_parts
+from .rounded import rounded_splits
 from .stairs import across_stairs_columns, across_stairs_entries
 from .verdicts import Comparison, Verdict
 
@@ -272,15 +272,19 @@ def _all_rounded(ctx: FastContext, i, j, a, num, err, rtol, kind) -> bool:
     if not ctx.rounds or num == 0 or not onp.isfinite(err):
         return False
     if kind is Comparison.VJP:
-        R, r_err = rounded_parts(ctx.vjp, ctx.y0.size, [int(i)], ctx.y0.dtype)
-        r, r_err = float(R[0, j]), float(r_err[0, j])
+        splits, _ = rounded_splits(ctx.vjp, ctx.y0.size, [int(i)], ctx.y0.dtype)
+        at = j
     elif kind is Comparison.JVP:
-        R, r_err = rounded_parts(ctx.jvp, ctx.x0.size, [int(j)], ctx.x0.dtype)
-        r, r_err = float(R[0, i]), float(r_err[0, i])
+        splits, _ = rounded_splits(ctx.jvp, ctx.x0.size, [int(j)], ctx.x0.dtype)
+        at = i
     else:
         return False
-    bar = allowed(err + r_err, rtol, abs(a), ctx.atol)
-    return abs(r) > bar and abs(a - r - num) <= bar
+    for R, r_err in splits[1:]:
+        r = float(R[0, at])
+        bar = allowed(err + float(r_err[0, at]), rtol, abs(a), ctx.atol)
+        if abs(r) > bar and abs(a - r - num) <= bar:
+            return True
+    return False
 
 
 def _columns_then_rows(ctx: FastContext, u: onp.ndarray) -> list[Entry]:

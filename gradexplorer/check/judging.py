@@ -103,6 +103,9 @@ class Judgement:
     #: failing entries that differ by just their rule's rounded part where f showed
     #: no stairs within reach (the part is wrong, or the stairs wider than the reach)
     rounded_unseen: dict = field(default_factory=dict)
+    #: entries whose rule, less its rounded part, disagrees with f's slope on a stair:
+    #: ``(i, j) -> (that exact part, the slope, its error)``, wrong
+    exact_off: dict = field(default_factory=dict)
 
     def across_mask(self, m: int, n: int) -> onp.ndarray:
         """The entries judged across a staircase's stairs, as an (m, n) mask."""

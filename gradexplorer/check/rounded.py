@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as onp
 
-from ..fd.formats import FORMATS
+from ..fd.formats import FLOAT32, FORMATS, Format
 from ..fd.reasons import Unresolvable
 from .analytic import Reverse
 from .estimates import Estimates
@@ -26,13 +26,19 @@ from .verdicts import Verdict, failing_codes
 
 __all__ = [
     "rounded_parts", "settle_rounded_parts", "exact_parts", "rounded_notes", "ROUNDED_ROWS",
+    "ABOVE_STEP", "rounded_splits",
 ]  # fmt: skip
 
 #: Rows whose rule is split into its rounded and exact paths, at most.
 ROUNDED_ROWS = 64
+#: The cotangent's move, in eps of the coarser formats, that splits off only their
+#: roundings: far below their half ulp, far above a finer format's (float32's).
+ABOVE_STEP = 1 / 32
 
 
-def rounded_parts(vjp, m: int, rows, dtype=float) -> tuple[onp.ndarray, onp.ndarray]:
+def rounded_parts(
+    vjp, m: int, rows, dtype=float, *, above: Format | None = None
+) -> tuple[onp.ndarray, onp.ndarray]:
     """Per row i of ``rows`` (of m outputs), what the rule ``vjp`` sends through
     roundings at the unit cotangent e_i, and its error: ``R = vjp(e_i) - (vjp((1 +
     s)·e_i) - vjp(e_i)) / s``. Rounded paths stay put when their cotangent moves by
@@ -41,7 +47,11 @@ def rounded_parts(vjp, m: int, rows, dtype=float) -> tuple[onp.ndarray, onp.ndar
     is R's disagreement at 2s, and the cotangent dtype's rounding over s; infinite
     where the rule does not scale exactly with its cotangent (``vjp(2·e_i) !=
     2·vjp(e_i)``, as every rounding to a binary format does: a term not multiplied
-    by the cotangent moves less than s times itself too).
+    by the cotangent moves less than s times itself too). ``above``: only the paths
+    through formats coarser than it count as rounded (s = :data:`ABOVE_STEP` of the
+    next one's eps); its paths move with the exact ones, each to within its own
+    rounding over s (``above.eps / s`` of its size), which the error leaves out: the
+    caller knows their size (the difference from the split without ``above``).
 
     >>> rule = lambda g: g[:1] * 2.0 + 3.0 * onp.asarray(g[:1], onp.float16).astype(float)
     >>> R, err = rounded_parts(rule, 1, [0])
@@ -50,26 +60,60 @@ def rounded_parts(vjp, m: int, rows, dtype=float) -> tuple[onp.ndarray, onp.ndar
     """
     dtype = onp.dtype(dtype).type
     eps_u = float(onp.finfo(dtype).eps)
-    fmt = min((f for f in FORMATS if f.eps > eps_u), key=lambda f: f.eps)
-    s = max(fmt.eps / 4096, float(onp.sqrt(eps_u * fmt.eps)))
-    s = float(onp.asarray(1 + s, dtype)) - 1.0  # (as the cotangent's dtype holds it)
+    above_eps = 0.0 if above is None else above.eps
+    coarser = [f.eps for f in FORMATS if f.eps > max(eps_u, above_eps)]
+    s = 0.0  # (no narrower format to round to: no rounded part to tell apart)
+    if coarser:
+        fmt_eps = min(coarser)
+        s = max(fmt_eps / 4096, float(onp.sqrt(eps_u * fmt_eps)))
+        if above_eps > eps_u:
+            s = fmt_eps * ABOVE_STEP  # (far above the finer format's rounding)
+        s = float(onp.asarray(1 + s, dtype)) - 1.0  # (as the cotangent's dtype holds it)
     R, err = [], []
     for i in rows:
         u = onp.zeros(m, dtype)
         u[i] = 1
-        r0, r1, r2 = (onp.asarray(vjp(u * dtype(1 + k * s)), float) for k in (0, 1, 2))
-        if not same_bits(onp.asarray(vjp(2 * u), float), 2 * r0):
+        r0 = onp.asarray(vjp(u), float)
+        if not (s and same_bits(onp.asarray(vjp(2 * u), float), 2 * r0)):
             # no rounding to a binary format: an offset not multiplied by the cotangent
             # (g + c) moves less than s times itself too
             R.append(onp.zeros_like(r0))
             err.append(onp.full_like(r0, onp.inf))
             continue
+        r1, r2 = (onp.asarray(vjp(u * dtype(1 + k * s)), float) for k in (1, 2))
         with onp.errstate(all="ignore"):
             exact1, exact2 = (r1 - r0) / s, (r2 - r0) / (2 * s)
             scale = onp.abs(r0) + onp.abs(r1) + onp.abs(r2)
             R.append(r0 - exact1)
             err.append(2 * onp.abs(exact1 - exact2) + 2 * eps_u * scale / s)
     return onp.array(R).reshape(len(rows), -1), onp.array(err).reshape(len(rows), -1)
+
+
+def rounded_splits(vjp, m: int, rows, dtype=float) -> tuple[list, int]:
+    """The ways the rule ``vjp`` may split into rounded and exact parts at the unit
+    cotangents of ``rows`` (of m outputs), each ``(R, err)`` per row
+    (:func:`rounded_parts`): nothing rounded; every rounding; and, for a float64
+    cotangent, only roundings coarser than float32's (a float32 term's stairs are far
+    narrower than a float16 one's: ``x.float()**2 + 2·f16(100 + 0.6·x)`` reads x²'s
+    slope beside float16's stairs). And the derivative passes taken.
+
+    >>> rule = lambda g: 2.0 * onp.asarray(g, onp.float32) + 3.0 * onp.asarray(g, onp.float16)
+    >>> splits, _ = rounded_splits(rule, 1, [0])
+    >>> [round(float(R[0, 0]), 3) for R, _ in splits]
+    [0.0, 5.0, 3.0]
+    """
+    every, every_err = rounded_parts(vjp, m, rows, dtype)
+    splits = [(onp.zeros_like(every), onp.zeros_like(every)), (every, every_err)]
+    passes = 4 * len(rows)
+    if onp.finfo(dtype).eps < FLOAT32.eps:
+        coarse, err = rounded_parts(vjp, m, rows, dtype, above=FLOAT32)
+        # float32's paths (the difference) moved with the exact ones, each to within
+        # float32's rounding over the cotangent's move (a few paths, of either sign)
+        s = min(f.eps for f in FORMATS if f.eps > FLOAT32.eps) * ABOVE_STEP
+        err = err + 4 * FLOAT32.eps / s * (onp.abs(every - coarse) + every_err)
+        splits.append((coarse, err))
+        passes += 4 * len(rows)
+    return splits, passes
 
 
 def _staircase(jd: Judgement) -> onp.ndarray:
@@ -102,14 +146,15 @@ def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.nda
     rows = onp.flatnonzero(cells.any(axis=1))[:ROUNDED_ROWS]
     if not rows.size:
         return 0
-    R, err = rounded_parts(rev.vjp, A.shape[0], rows, rev.y.dtype)
+    splits, passes = rounded_splits(rev.vjp, A.shape[0], rows, rev.y.dtype)
     for k, i in enumerate(rows):
         for j in onp.flatnonzero(cells[i]):
-            a, r, n = float(onp.real(A[i, j])), float(R[k, j]), float(est.N[i, j])
+            a, n = float(onp.real(A[i, j])), float(est.N[i, j])
             # (the differences' own error, where an earlier stage left the entry open)
             e = float(jd.E[i, j] if onp.isfinite(jd.E[i, j]) else est.E[i, j])
-            bar = FD_SAFETY * (e + float(err[k, j])) + float(jd.allowance[i, j])
-            if not (abs(r) > bar and abs(a - r - n) <= bar):
+            parts = [(R[k, j], r_err[k, j]) for R, r_err in splits[1:]]
+            r = _rest_fits(a, n, e, float(jd.allowance[i, j]), parts)
+            if r is None:
                 continue
             if (int(i), int(j)) not in jd.stairs_seen and not staircase[i, j]:
                 # f is smooth within reach: its slope there is the derivative, and the
@@ -120,7 +165,17 @@ def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.nda
             jd.verdicts[i, j] = Verdict.UNRESOLVABLE.code
             jd.reasons[i, j] = Unresolvable.STAIRCASE
             jd.rounded[(int(i), int(j))] = r
-    return 4 * rows.size
+    return passes
+
+
+def _rest_fits(a: float, n: float, e: float, allowance: float, splits) -> float | None:
+    """The rounded part of the first split ``(r, err)`` that is measurable and leaves
+    a rest that agrees with the slope ``n`` ± ``e`` read beside the stairs, or None."""
+    for r, r_err in splits:
+        bar = FD_SAFETY * (e + float(r_err)) + allowance
+        if abs(float(r)) > bar and abs(a - float(r) - n) <= bar:
+            return float(r)
+    return None
 
 
 def exact_parts(A: onp.ndarray, jd: Judgement) -> tuple[onp.ndarray, onp.ndarray]:

@@ -280,6 +280,7 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: fl
     out = onp.zeros(rows.size, bool)
     seen = onp.full(rows.size, onp.nan)
     tried = onp.zeros(rows.size, int)
+    looked = onp.zeros(rows.size)  # the tallest jumps looked into and not confirmed
     for h, s in {(float(h), int(s)) for h, s in zip(edge, side) if onp.isfinite(h)}:
         sign = 1.0 if s == 0 else -1.0
         mine = (edge == h) & (side == s)
@@ -301,7 +302,10 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: fl
             # same, and the jumps at x's scale tell them apart (a row tried twice at most)
             rough = _rough(Y, t)
             maybe = (rough | looks_noisy(Y, t)) & above_rounding(Y, t)
-            maybe &= mine & ~out & ~found & (tried < JUMP_TRIES)
+            # (a row's tries spent on a float32 term's rounding, x.float()**2, do not
+            # keep it from jumps far taller: float16 stairs a tenth wide beside it)
+            tall = _jump_heights(Y, t)
+            maybe &= mine & ~out & ~found & ((tried < JUMP_TRIES) | (tall > TALLER * looked))
             if maybe.any():
                 # (a few rows each: beyond them, rows whose slope changes look like stairs'
                 # are taken so where the jumps of those looked into were confirmed)
@@ -309,6 +313,7 @@ def _stairs_beyond(p: Problem, v, rows, first, start: float, y0, snap, limit: fl
                 held, used = jumps_within(p, v, sign, offsets, Y[:, sel], rows[sel], snap)
                 nfev += used
                 tried[sel] += 1
+                looked[sel] = onp.where(held, looked[sel], onp.fmax(looked[sel], tall[sel]))
                 found[sel[held]] = True
                 unlooked = maybe.copy()
                 unlooked[sel] = False
@@ -324,13 +329,15 @@ def _rough(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
     .double()) + x``: no two values equal). The changes of their slopes between
     neighbours are a stair's height over the spacing, up and down, where an edge is
     crossed (three times at least, both signs, all alike within 2x), and the smooth
-    term's (with the values' rounding), a thousandth of that or less. A jump gives one
-    up and one down, a kink one spike, an oscillation (``x + 1e-10·sin(1e7·x)``) changes
-    of every size."""
+    term's (with the values' rounding), a thousandth of that or less, once its trend
+    is taken out (the median change: x²'s curvature over spacings a tenth wide is no
+    thousandth of a float16 stair's height). A jump gives one up and one down, a kink
+    one spike, an oscillation (``x + 1e-10·sin(1e7·x)``) changes of every size."""
     gaps = onp.diff(offsets)[:, None]
     with onp.errstate(all="ignore"):
         slopes = onp.diff(Y, axis=0) / gaps
         d2 = onp.diff(slopes, axis=0)
+        d2 = d2 - onp.median(d2, axis=0)
         top = onp.max(onp.abs(d2), axis=0)
         rounding = 64.0 * onp.finfo(float).eps * onp.max(onp.abs(Y), axis=0) / onp.min(gaps)
         tol = onp.maximum(rounding, 1e-3 * top)
@@ -342,6 +349,20 @@ def _rough(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
 
 #: Spacings at which a row's noise-like samples are looked into for jumps.
 JUMP_TRIES = 2
+#: Beyond those, jumps this many times taller than any looked into are looked into.
+TALLER = 64.0
+
+
+def _jump_heights(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
+    """Per column of samples, the tallest jump their slopes' changes could be (the
+    largest change times the spacing)."""
+    gaps = onp.diff(offsets)[:, None]
+    with onp.errstate(all="ignore"):
+        d2 = onp.diff(onp.diff(Y, axis=0) / gaps, axis=0)
+        tall = onp.max(onp.abs(d2), axis=0) * float(onp.min(gaps))
+    return onp.nan_to_num(tall, nan=0.0)
+
+
 #: Rows looked into for jumps at once (each takes up to 24 evaluations).
 JUMP_ROWS = 16
 
