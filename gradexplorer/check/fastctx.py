@@ -57,6 +57,9 @@ class FastContext:
     #: the rule disagrees with itself (rounds, or is a solver): a failing entry's
     #: rounded part may be all it differs by (:func:`~.rounded.rounded_parts`)
     rounds: bool = False
+    #: per row, the ways its rule splits into rounded and exact parts, where asked
+    #: (:func:`~.rounded.rounded_splits`)
+    splits: dict = field(default_factory=dict)
     #: the search found more than its budget: more wrong entries may remain
     capped: bool = False
     #: why projections cannot be judged entry by entry here (the full check then is,

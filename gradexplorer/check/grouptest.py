@@ -218,7 +218,8 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
     uneven = ctx.row_noise.structured[rows] | shrunk
     # (and any failing entry of a rule that rounds: its stairs may be too wide to make
     # f uneven at the step, x² + 2·f16(100 + 0.6·x))
-    again = (viol > 1) & (num != 0) & (uneven | ctx.rounds) & ~kink
+    failing = (viol > 1) & (num != 0) & ~kink
+    again = failing & (uneven | ctx.rounds | _rounding_rows(ctx, rows, failing & ~uneven, kind))
     seen = onp.zeros(len(rows), bool)  # (f seen on stairs along x_j within reach)
     if again.any():
         sub = onp.flatnonzero(again)
@@ -263,18 +264,37 @@ def _column_entries(ctx: FastContext, rows, j, analytic_along, kind) -> list[Ent
     return out
 
 
+def _row_splits(ctx: FastContext, i: int) -> list:
+    """Row i's rule split into rounded and exact parts, once per check."""
+    if i not in ctx.splits:
+        ctx.splits[i] = rounded_splits(ctx.vjp, ctx.y0.size, [i], ctx.y0.dtype)[0]
+    return ctx.splits[i]
+
+
+def _rounding_rows(ctx: FastContext, rows, ask, kind) -> onp.ndarray:
+    """Which of the rows ``ask`` marks send part of their rule through a rounding
+    where the linearity probes saw none (a scalar output's two random cotangents can
+    both round the same way: ``x² + 2·f16(100 + 0.6·x)`` at some seeds)."""
+    out = onp.zeros(len(rows), bool)
+    if ctx.rounds or kind is not Comparison.VJP:
+        return out
+    for k in onp.flatnonzero(ask):
+        _, (every, err) = _row_splits(ctx, int(rows[k]))[:2]
+        out[k] = bool(onp.any(onp.abs(every) > FD_SAFETY * err))
+    return out
+
+
 def _all_rounded(ctx: FastContext, i, j, a, num, err, rtol, kind) -> bool:
     """Whether a failing entry, where f was seen on stairs within reach, differs from
     the slope read by just its rule's part through a rounding (stairs too wide to
     measure it across), as the full check asks
     (:func:`~.rounded.settle_rounded_parts`): the VJP's at cotangent e_i, or the
     JVP's at tangent e_j."""
-    if not ctx.rounds or num == 0 or not onp.isfinite(err):
+    if num == 0 or not onp.isfinite(err):
         return False
     if kind is Comparison.VJP:
-        splits, _ = rounded_splits(ctx.vjp, ctx.y0.size, [int(i)], ctx.y0.dtype)
-        at = j
-    elif kind is Comparison.JVP:
+        splits, at = _row_splits(ctx, int(i)), j
+    elif kind is Comparison.JVP and ctx.rounds:
         splits, _ = rounded_splits(ctx.jvp, ctx.x0.size, [int(j)], ctx.x0.dtype)
         at = i
     else:

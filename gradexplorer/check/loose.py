@@ -24,22 +24,27 @@ VAGUE_SHARE = 0.01
 
 
 def unknown_across(jd: Judgement, A) -> None:
-    """Entries measured across stairs within a bar as wide as their value or wider
-    cannot tell the rule from 0, or from its opposite: no verdict (unresolvable, a
-    staircase), not a pass (bfloat16 attention: a few per check, known to 1-9x
-    their value). Unless the bar is below :data:`VAGUE_SHARE` of their output's
+    """Entries measured across stairs (or judged flat) within a bar as wide as their
+    value or wider cannot tell the rule from 0, or from its opposite: no verdict
+    (unresolvable, a staircase), not a pass (bfloat16 attention: a few per check,
+    known to 1-9x their value). Unless the bar is below :data:`VAGUE_SHARE` of their output's
     largest derivative: a scalar loss's small entries, known to 1e-3 beside
     entries of 1, leave its gradient well checked."""
     with onp.errstate(invalid="ignore"):
         largest = onp.nanmax(onp.abs(onp.real(onp.where(onp.isfinite(A), A, 0.0))), axis=1)
-    for ij, across in jd.across.items():
-        value = max(abs(float(onp.real(A[ij]))), abs(across.est))
-        bar = FD_SAFETY * across.err
-        if across.measured and jd.verdicts[ij] == Verdict.RIGHT.code:
+    # (and entries judged flat within a bar as wide: f "unchanged" over an ulp of x,
+    # whose output's float32 grid is coarser than x²'s change there)
+    bars = {ij: (across.est, across.err) for ij, across in jd.across.items() if across.measured}
+    bars |= {ij: (0.0, float(jd.E[ij])) for ij in jd.flat}
+    for ij, (est, err) in bars.items():
+        value = max(abs(float(onp.real(A[ij]))), abs(est))
+        bar = FD_SAFETY * err
+        if jd.verdicts[ij] == Verdict.RIGHT.code and value > 0:
             if bar >= value and bar >= VAGUE_SHARE * float(largest[ij[0]]):
                 jd.E[ij], jd.V[ij] = onp.inf, onp.nan
                 jd.verdicts[ij] = Verdict.UNRESOLVABLE.code
                 jd.reasons[ij] = Unresolvable.STAIRCASE
+                jd.flat.discard(ij)
 
 
 def loose_notes(p: Problem, jd: Judgement, A: onp.ndarray) -> list[str]:

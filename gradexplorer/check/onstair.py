@@ -27,10 +27,12 @@ from .verdicts import Verdict, failing_verdict
 
 __all__ = ["settle_exact_parts", "slopes_on_stair", "exact_notes", "ON_STAIR", "STAIR_COLUMNS"]
 
-#: Steps within a stair: this share of the narrowest stairs seen along the input (the
-#: stairs of many rounded terms interleave, and an edge within the steps is rare).
-ON_STAIR = 1 / 1024
-#: Inputs whose entries are looked at on a stair, at most (4 evaluations each).
+#: Steps within a stair: these shares of the narrowest stairs seen along the input,
+#: the smaller read where an edge within the steps is rare (the stairs of many
+#: rounded terms interleave), the larger where f's own grid is coarse against the
+#: smaller (a float32 output: 6e-5 at 200); each entry keeps the sharper.
+ON_STAIR = (1 / 1024, 1 / 32)
+#: Inputs whose entries are looked at on a stair, at most (8 evaluations each).
 STAIR_COLUMNS = 64
 
 
@@ -55,7 +57,7 @@ def settle_exact_parts(
     cols = onp.sort(onp.argsort(-counts, kind="stable")[:most])
     splits, passes = rounded_splits(rev.vjp, A.shape[0], rows, rev.y.dtype)
     floor = onp.fmax(est.noise.resolved, _row_eps(p) * onp.abs(est.y0))
-    slope, err, nfev = slopes_on_stair(p, cols, _stair_steps(p, jd, cells, cols), floor)
+    slope, err, nfev = _sharper_slopes(p, cols, _stair_widths(p, jd, cells, cols), floor)
     for k, i in enumerate(rows):
         for c, j in enumerate(cols):
             if cells[i, j] and onp.isfinite(err[i, c]):
@@ -77,19 +79,39 @@ def _loose_or_open(jd: Judgement, A: onp.ndarray) -> onp.ndarray:
     return cells
 
 
-def _stair_steps(p: Problem, jd: Judgement, cells: onp.ndarray, cols) -> onp.ndarray:
-    """Per input: :data:`ON_STAIR` of the narrowest stairs measured along it, else (stairs
-    too wide to measure) the Richardson step."""
-    steps = p.steps("richardson")[cols].astype(float)
+def _stair_widths(p: Problem, jd: Judgement, cells: onp.ndarray, cols) -> onp.ndarray:
+    """Per input, the narrowest stairs measured along it (NaN where none were)."""
+    widths = onp.full(len(cols), onp.nan)
     for c, j in enumerate(cols):
-        widths = [
+        seen = [
             a.width
             for (i, jj), a in jd.across.items()
             if jj == j and cells[i, j] and onp.isfinite(a.width) and a.width > 0
         ]
-        if widths:
-            steps[c] = ON_STAIR * min(widths)
-    return exact_steps(p.x0[cols], steps, p.spacing()[cols])
+        if seen:
+            widths[c] = min(seen)
+    return widths
+
+
+def _sharper_slopes(p: Problem, cols, widths, floor) -> tuple:
+    """:func:`slopes_on_stair` at each of :data:`ON_STAIR`'s shares of ``widths``;
+    per entry, the one with the smaller error. Where no width is known (stairs too
+    wide to measure, or f flat as far as it was followed), at the Richardson step
+    alone: within a stair of unknown width, only a step as short as the differences'
+    own is known to lie."""
+    best, best_err, nfev = None, None, 0
+    known = onp.isfinite(widths)
+    for share in ON_STAIR if known.any() else ON_STAIR[:1]:
+        steps = onp.where(known, share * widths, p.steps("richardson")[cols])
+        steps = exact_steps(p.x0[cols], steps, p.spacing()[cols])
+        slope, err, used = slopes_on_stair(p, cols, steps, floor)
+        nfev += used
+        if best is None:
+            best, best_err = slope, err
+        else:
+            sharper = err < best_err
+            best, best_err = onp.where(sharper, slope, best), onp.where(sharper, err, best_err)
+    return best, best_err, nfev
 
 
 def slopes_on_stair(p: Problem, cols, steps, floor) -> tuple:

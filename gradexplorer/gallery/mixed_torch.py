@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-__all__ = ["sin3", "scaled_layer", "gelu_layer", "planted_exp", "with_rule"]
+__all__ = ["sin3", "scaled_layer", "gelu_layer", "planted_exp", "square_beside_stairs", "with_rule"]
 
 
 def _weights(seed: int, *shape: int) -> torch.Tensor:
@@ -109,6 +109,37 @@ def planted_exp(scale: float = 1.0, at: int = 1) -> Callable:
             return d
 
     return PlantedExp.apply
+
+
+def square_beside_stairs(
+    off: float = 0.0,
+    *,
+    height: float = 2.0,
+    slope: float = 0.6,
+    square: torch.dtype = torch.float64,
+    model: torch.dtype = torch.float64,
+) -> Callable:
+    """``x² + height·f16(100 + slope·x)``, summed: float16's stairs ``ulp(100) / slope``
+    wide (0.1 at the defaults, ``height / 16`` tall) beside x², whose rule is x²'s
+    times ``1 + off``. ``square``: the dtype x² is computed in (float32: a float32 term
+    read through float64 inputs, whose stairs are far narrower than float16's);
+    ``model``: the dtype the whole sum is computed in, cast to float64 at the end.
+
+    >>> x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    >>> f = square_beside_stairs(0.1)
+    >>> f(x).backward(); [round(v, 4) for v in x.grad.tolist()]
+    [2.3, -1.0]
+    """
+    rule = with_rule(
+        lambda z: (z.to(square) ** 2).to(z.dtype),
+        lambda z, g: (g.to(square) * 2 * (1 + off) * z.to(square)).to(z.dtype),
+    )
+
+    def f(x):
+        x = x.to(model)
+        return (rule(x) + height * (100 + slope * x).half().to(model)).sum().double()
+
+    return f
 
 
 def with_rule(forward: Callable, backward: Callable) -> Callable:
