@@ -57,6 +57,8 @@ class FastContext:
     #: the rule disagrees with itself (rounds, or is a solver): a failing entry's
     #: rounded part may be all it differs by (:func:`~.rounded.rounded_parts`)
     rounds: bool = False
+    #: the widest bar a passing projection was judged within, over its value
+    loose: float = 0.0
     #: per row, the ways its rule splits into rounded and exact parts, where asked
     #: (:func:`~.rounded.rounded_splits`)
     splits: dict = field(default_factory=dict)

@@ -106,6 +106,8 @@ class Judgement:
     #: entries whose rule, less its rounded part, disagrees with f's slope on a stair:
     #: ``(i, j) -> (that exact part, the slope, its error)``, wrong
     exact_off: dict = field(default_factory=dict)
+    #: entries of a rule that rounds whose exact part agreed with f's slope on a stair
+    exact_ok: set = field(default_factory=set)
 
     def across_mask(self, m: int, n: int) -> onp.ndarray:
         """The entries judged across a staircase's stairs, as an (m, n) mask."""

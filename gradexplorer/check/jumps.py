@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as onp
 
-__all__ = ["HALVINGS", "above_rounding", "looks_noisy", "jumps_within"]
+__all__ = ["HALVINGS", "above_rounding", "looks_noisy", "jumps_within", "values_rounding"]
 
 #: Halvings of an interval onto the jump it holds.
 HALVINGS = 12
@@ -48,7 +48,7 @@ SHARE = 0.25
 ROUGHER = 0.5
 
 
-def _rounding(Y: onp.ndarray) -> onp.ndarray:
+def values_rounding(Y: onp.ndarray) -> onp.ndarray:
     """Per column, what float64's rounding of f's values can move them by, 64x over."""
     return 64.0 * onp.finfo(float).eps * onp.max(onp.abs(Y), axis=0)
 
@@ -66,7 +66,7 @@ def above_rounding(Y: onp.ndarray, offsets) -> onp.ndarray:
     """Per column of samples ``Y`` (points, rows) at ``offsets``: whether some interval
     moved off f's trend by more than float64's rounding of f's values could (16x
     over): samples a few ulps apart show nothing a halving could confirm."""
-    return onp.max(onp.abs(_excess(offsets, Y)[1]), axis=0) > 16.0 * _rounding(Y)
+    return onp.max(onp.abs(_excess(offsets, Y)[1]), axis=0) > 16.0 * values_rounding(Y)
 
 
 def looks_noisy(Y: onp.ndarray, offsets) -> onp.ndarray:
@@ -79,7 +79,7 @@ def looks_noisy(Y: onp.ndarray, offsets) -> onp.ndarray:
         d3 = onp.max(onp.abs(onp.diff(Y, 3, axis=0)), axis=0)
         off = onp.abs(_excess(offsets, Y)[1])
         several = onp.sum(off >= SHARE * off.max(axis=0), axis=0) >= 2
-        return several & (d3 >= ROUGHER * d2) & (d2 > 16.0 * _rounding(Y))
+        return several & (d3 >= ROUGHER * d2) & (d2 > 16.0 * values_rounding(Y))
 
 
 def jumps_within(p, v, sign: float, offsets, Y, rows, snap) -> tuple[onp.ndarray, int]:
@@ -125,7 +125,7 @@ def jumps_within(p, v, sign: float, offsets, Y, rows, snap) -> tuple[onp.ndarray
     with onp.errstate(all="ignore"):
         stays = last >= 0.5 * earlier
         shrunk = (hi - lo) <= (t[pick + 1] - t[pick]) * 2.0**-8
-        held = shrunk & stays & (last > 16.0 * _rounding(Y))
+        held = shrunk & stays & (last > 16.0 * values_rounding(Y))
     return held.any(axis=0), nfev
 
 

@@ -63,12 +63,19 @@ def loose_notes(p: Problem, jd: Judgement, A: onp.ndarray) -> list[str]:
         return []
     (i, j), count = max(loose.items(), key=lambda kv: kv[1])[0], len(loose)
     shares = onp.array(list(loose.values()))
+    sharp = len(set(loose) & jd.exact_ok)
+    checked = (
+        f" The rule less its part through the roundings was checked sharply against f's "
+        f"slope within one stair at {sharp} of them: there only that part is known so loosely."
+        if sharp
+        else ""
+    )
     return [
         f"{count} entr{'y' if count == 1 else 'ies'} measured across stairs passed within "
         f"a bar wider than {VAGUE_SHARE:.0%} of their value (median {onp.median(shares):.1%}; "
         f"{p.rows.label(i)} / {p.cols.label(j)}: {loose[(i, j)]:.0%}): the few stairs "
         "within reach pin the slope across them down only that far, and a rule off by "
-        "less there would pass unseen. The rule's own arithmetic is checked far more "
-        "sharply with the casts taken out (in float64), and the rounding's effect with "
-        "gx.check_precision."
+        f"less there would pass unseen.{checked} The rule's own arithmetic is checked far "
+        "more sharply with the casts taken out (in float64), and the rounding's effect "
+        "with gx.check_precision."
     ]

@@ -157,8 +157,12 @@ def _judge_exact(jd: Judgement, est: Estimates, ij, A, splits, slope: float, err
         bar = FD_SAFETY * (err + r_err) + allowance
         if not onp.isfinite(bar):
             continue
-        fits.append((abs(a - r - slope) / bar if bar > 0 else onp.inf, r, r_err, abs(r) > bar))
-    if not any(measurable for *_, measurable in fits) or min(f[0] for f in fits) <= 1:
+        off = abs(a - r - slope)
+        fits.append((off / bar if bar > 0 else onp.inf * off, r, r_err, abs(r) > bar))
+    if not any(measurable for *_, measurable in fits):
+        return
+    if min(f[0] for f in fits) <= 1:
+        jd.exact_ok.add(ij)
         return
     V, r, r_err, _ = min(fits)
     est.N[ij], jd.E[ij], jd.V[ij] = slope + r, err + r_err, V
