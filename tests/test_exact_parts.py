@@ -139,3 +139,16 @@ def test_halvings_stopped_by_the_grid_keep_their_last_change():
     last, earlier = _last_live(changes[:, :, None])
     assert last[:, 0].tolist() == [6.0, 8.0]
     assert earlier[0, 0] == 2.0 and np.isnan(earlier[1, 0])
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_a_loss_of_50_float16_terms(mode):
+    """Each input's float16 stairs 0.03 wide beside its x², summed to ~3000: f's own
+    float64 rounding (an ulp of 5e-13 against x²'s moves) read as stairs at the first
+    step, the slope across them was x²'s alone, and the right rule FAILED at 3 entries
+    of 50, full and fast (before 2026-11-30). x²'s rule 10% off fails."""
+    x = torch.tensor(np.random.default_rng(1).normal(size=50))
+    right = gx.check_grads(square_beside_stairs(height=0.6, slope=2.0), x, mode=mode, rng=1)
+    assert right.outcome is not gx.Outcome.FAILED, str(right)
+    wrong = gx.check_grads(square_beside_stairs(0.1, height=0.6, slope=2.0), x, mode=mode, rng=1)
+    assert wrong.outcome is gx.Outcome.FAILED, str(wrong)
