@@ -17,7 +17,7 @@ from .entries import make_entry
 from .fastctx import Along, FastContext, allowed
 from .judging import FD_SAFETY, RTOL_ULPS, coarse_stairs, judge
 from .report import Entry
-from .rounded import rounded_splits
+from .rounded import rest_fits, rounded_splits
 from .stairs import across_stairs_columns, across_stairs_entries
 from .verdicts import Comparison, Verdict
 
@@ -299,12 +299,8 @@ def _all_rounded(ctx: FastContext, i, j, a, num, err, rtol, kind) -> bool:
         at = i
     else:
         return False
-    for R, r_err in splits[1:]:
-        r = float(R[0, at])
-        bar = allowed(err + float(r_err[0, at]), rtol, abs(a), ctx.atol)
-        if abs(r) > bar and abs(a - r - num) <= bar:
-            return True
-    return False
+    parts = [(R[0, at], r_err[0, at]) for R, r_err in splits[1:]]
+    return rest_fits(a, num, err, allowed(0.0, rtol, abs(a), ctx.atol), parts) is not None
 
 
 def _columns_then_rows(ctx: FastContext, u: onp.ndarray) -> list[Entry]:

@@ -26,7 +26,7 @@ from .verdicts import Verdict, failing_codes
 
 __all__ = [
     "rounded_parts", "settle_rounded_parts", "exact_parts", "rounded_notes", "ROUNDED_ROWS",
-    "ABOVE_STEP", "rounded_splits",
+    "ABOVE_STEP", "rounded_splits", "rest_fits",
 ]  # fmt: skip
 
 #: Rows whose rule is split into its rounded and exact paths, at most.
@@ -153,7 +153,7 @@ def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.nda
             # (the differences' own error, where an earlier stage left the entry open)
             e = float(jd.E[i, j] if onp.isfinite(jd.E[i, j]) else est.E[i, j])
             parts = [(R[k, j], r_err[k, j]) for R, r_err in splits[1:]]
-            r = _rest_fits(a, n, e, float(jd.allowance[i, j]), parts)
+            r = rest_fits(a, n, e, float(jd.allowance[i, j]), parts)
             if r is None:
                 continue
             if (int(i), int(j)) not in jd.stairs_seen and not staircase[i, j]:
@@ -168,13 +168,19 @@ def settle_rounded_parts(est: Estimates, jd: Judgement, rev: Reverse, A: onp.nda
     return passes
 
 
-def _rest_fits(a: float, n: float, e: float, allowance: float, splits) -> float | None:
-    """The rounded part of the first split ``(r, err)`` that is measurable and leaves
-    a rest that agrees with the slope ``n`` ± ``e`` read beside the stairs, or None."""
+def rest_fits(a: float, n: float, e: float, allowance: float, splits) -> float | None:
+    """The rounded part of the first split ``(r, err)`` of the rule's value ``a``
+    that is measurable and leaves a rest that agrees with the slope ``n`` ± ``e``
+    read beside the stairs, both within ``FD_SAFETY·(e + err) + allowance``; None
+    where none does.
+
+    >>> rest_fits(3.2, 2.0, 1e-9, 0.0, [(0.0, 0.0), (1.2, 1e-9)])
+    1.2
+    """
     for r, r_err in splits:
-        bar = FD_SAFETY * (e + float(r_err)) + allowance
-        if abs(float(r)) > bar and abs(a - float(r) - n) <= bar:
-            return float(r)
+        r, bar = float(r), FD_SAFETY * (e + float(r_err)) + allowance
+        if abs(r) > bar and abs(a - r - n) <= bar:
+            return r
     return None
 
 
