@@ -75,7 +75,7 @@ def full_check(p: Problem, opts: Options) -> CheckReport:
     probe = KinkProbe(p, est, _kink_columns(est, jd.verdicts, across), opts.gen)
     settle_kinks(rev.A, jd.verdicts, jd.V, est, jd.rtol, jd.allowance, probe, across)
     found.ngrad += settle_rounded_parts(est, jd, rev, rev.A)
-    ngrad, nfev = settle_exact_parts(p, est, jd, rev, rev.A)
+    ngrad, nfev = settle_exact_parts(p, est, jd, rev, rev.A, opts)
     found.ngrad, found.nfev = found.ngrad + ngrad, found.nfev + nfev
     found.mismatches += nonlinear_vjp(p, rev, est, jd, opts, found.notes)
     if fwd.J is not None:

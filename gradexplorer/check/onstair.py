@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import numpy as onp
 
+from ..fd.formats import FLOAT32
 from ..fd.reasons import Unresolvable
 from ..fd.sampling import exact_steps
 from .analytic import Reverse
 from .estimates import Estimates
-from .judging import FD_SAFETY, Judgement
+from .judging import FD_SAFETY, RTOL_ULPS, Judgement, tolerances
 from .loose import VAGUE_SHARE
+from .options import Options
 from .problem import Problem
 from .rounded import ROUNDED_ROWS, rounded_splits
 from .verdicts import Verdict, failing_verdict
@@ -37,15 +39,17 @@ STAIR_COLUMNS = 64
 
 
 def settle_exact_parts(
-    p: Problem, est: Estimates, jd: Judgement, rev: Reverse, A: onp.ndarray
+    p: Problem, est: Estimates, jd: Judgement, rev: Reverse, A: onp.ndarray, opts: Options
 ) -> tuple[int, int]:
     """Entries passed across stairs within a bar wider than
     :data:`~.loose.VAGUE_SHARE` of their value, or left open on stairs, of a rule
     that rounds (``rev.suspect``, ``rev.narrow``): wrong where the rule's exact part
     disagrees with f's slope on a stair (:func:`slopes_on_stair`) by more than both
     errors allow, however the rule splits (all its roundings, or only those coarser
-    than float32's, whose stairs the steps may span, or none). The rest keep their
-    verdict. Returns the derivative passes and the evaluations taken."""
+    than float32's, whose stairs the steps may span, or none). Each split's exact part
+    is judged to the precision it keeps (float64's, float32's, or the whole rule's
+    allowance), not to the rounding split off. The rest keep their verdict. Returns
+    the derivative passes and the evaluations taken."""
     if not (rev.suspect.any() or rev.narrow is not None):
         return 0, 0
     cells = _loose_or_open(jd, A)
@@ -58,11 +62,16 @@ def settle_exact_parts(
     splits, passes = rounded_splits(rev.vjp, A.shape[0], rows, rev.y.dtype)
     floor = onp.fmax(est.noise.resolved, _row_eps(p) * onp.abs(est.y0))
     slope, err, nfev = _sharper_slopes(p, cols, _stair_widths(p, jd, cells, cols), floor)
+    atol, rtol = tolerances(p.eps_matrix(), opts.atol, opts.rtol)
+    jitter = onp.zeros(A.shape[1]) if rev.jitter is None else 2.0 * rev.jitter
     for k, i in enumerate(rows):
         for c, j in enumerate(cols):
-            if cells[i, j] and onp.isfinite(err[i, c]):
-                _judge_exact(jd, est, (int(i), int(j)), A, [(R[k], e[k]) for R, e in splits],
-                             float(slope[i, c]), float(err[i, c]))  # fmt: skip
+            if not (cells[i, j] and onp.isfinite(err[i, c])):
+                continue
+            ij = (int(i), int(j))
+            own = (atol + float(jitter[j]), float(rtol[ij]))
+            parts = [(float(R[k, j]), float(e[k, j]), prec) for (R, e), prec in zip(splits, KEPT)]
+            _judge_exact(jd, est, ij, A, parts, (float(slope[i, c]), float(err[i, c])), own)
     return passes, nfev
 
 
@@ -95,23 +104,29 @@ def _stair_widths(p: Problem, jd: Judgement, cells: onp.ndarray, cols) -> onp.nd
 
 def _sharper_slopes(p: Problem, cols, widths, floor) -> tuple:
     """:func:`slopes_on_stair` at each of :data:`ON_STAIR`'s shares of ``widths``;
-    per entry, the one with the smaller error. Where no width is known (stairs too
-    wide to measure, or f flat as far as it was followed), at the Richardson step
-    alone: within a stair of unknown width, only a step as short as the differences'
-    own is known to lie."""
-    best, best_err, nfev = None, None, 0
+    per entry, the one with the smaller error, where the two agree within their
+    errors; where they do not, known no better than their disagreement (stairs far
+    narrower than the width measured, a float32 term's beside float16's, evenly
+    crossed at the step and twice it, read their slope across as if on a stair).
+    Where no width is known (stairs too wide to measure, or f flat as far as it was
+    followed), at the Richardson step alone: within a stair of unknown width, only a
+    step as short as the differences' own is known to lie."""
     known = onp.isfinite(widths)
+    reads, nfev = [], 0
     for share in ON_STAIR if known.any() else ON_STAIR[:1]:
         steps = onp.where(known, share * widths, p.steps("richardson")[cols])
         steps = exact_steps(p.x0[cols], steps, p.spacing()[cols])
         slope, err, used = slopes_on_stair(p, cols, steps, floor)
+        reads.append((slope, err))
         nfev += used
-        if best is None:
-            best, best_err = slope, err
-        else:
-            sharper = err < best_err
-            best, best_err = onp.where(sharper, slope, best), onp.where(sharper, err, best_err)
-    return best, best_err, nfev
+    (slope, err), rest = reads[0], reads[1:]
+    for other, other_err in rest:
+        with onp.errstate(invalid="ignore"):
+            gap = onp.abs(slope - other)
+            apart = gap > FD_SAFETY * (err + other_err)
+            slope = onp.where(other_err < err, other, slope)
+            err = onp.where(apart, gap + onp.fmax(err, other_err), onp.fmin(err, other_err))
+    return slope, err, nfev
 
 
 def slopes_on_stair(p: Problem, cols, steps, floor) -> tuple:
@@ -146,14 +161,25 @@ def _row_eps(p: Problem) -> onp.ndarray:
     return onp.concatenate([onp.full(s.real_size, s.eps) for s in p.rows.sides])
 
 
-def _judge_exact(jd: Judgement, est: Estimates, ij, A, splits, slope: float, err: float):
+#: The precision each split's exact part keeps (:func:`~.rounded.rounded_splits`):
+#: nothing split off, the whole rule's allowance (None); every rounding, float64's;
+#: only those coarser than float32's, float32's.
+KEPT = (None, 0.0, RTOL_ULPS * FLOAT32.eps)
+
+
+def _judge_exact(jd: Judgement, est: Estimates, ij, A, parts, on_stair, own):
     """Entry ij wrong where the rule sends a measurable part through roundings, and
-    no split of it leaves an exact part that agrees with f's ``slope`` on a stair."""
-    a = float(onp.real(A[ij]))
-    allowance = float(jd.allowance[ij])
+    no split ``(r, err, precision)`` of it leaves an exact part that agrees with f's
+    slope ``on_stair`` (with its error), to within the precision it keeps (``own``:
+    the check's atol and rtol there)."""
+    a, (slope, err) = float(onp.real(A[ij])), on_stair
     fits = []
-    for R, e in splits:
-        r, r_err = float(R[ij[1]]), float(e[ij[1]])
+    for r, r_err, kept in parts:
+        size = max(abs(a), abs(slope + r))
+        if kept is None:  # (the verdict's own allowance)
+            allowance = float(jd.allowance[ij]) + float(jd.rtol[ij]) * size
+        else:
+            allowance = own[0] + max(own[1], kept) * size
         bar = FD_SAFETY * (err + r_err) + allowance
         if not onp.isfinite(bar):
             continue
@@ -162,7 +188,8 @@ def _judge_exact(jd: Judgement, est: Estimates, ij, A, splits, slope: float, err
     if not any(measurable for *_, measurable in fits):
         return
     if min(f[0] for f in fits) <= 1:
-        jd.exact_ok.add(ij)
+        if FD_SAFETY * err <= VAGUE_SHARE * abs(a):  # (checked sharply, not vacuously)
+            jd.exact_ok.add(ij)
         return
     V, r, r_err, _ = min(fits)
     est.N[ij], jd.E[ij], jd.V[ij] = slope + r, err + r_err, V

@@ -105,7 +105,9 @@ def rounded_splits(vjp, m: int, rows, dtype=float) -> tuple[list, int]:
     every, every_err = rounded_parts(vjp, m, rows, dtype)
     splits = [(onp.zeros_like(every), onp.zeros_like(every)), (every, every_err)]
     passes = 4 * len(rows)
-    if onp.finfo(dtype).eps < FLOAT32.eps:
+    # (a rule with no measurable rounded part has no coarser one either)
+    rounds = bool(onp.any(onp.abs(every) > FD_SAFETY * every_err))
+    if onp.finfo(dtype).eps < FLOAT32.eps and rounds:
         coarse, err = rounded_parts(vjp, m, rows, dtype, above=FLOAT32)
         # float32's paths (the difference) moved with the exact ones, each to within
         # float32's rounding over the cotangent's move (a few paths, of either sign)
