@@ -93,9 +93,8 @@ def fast_check(p: Problem, opts: Options) -> CheckReport:
             f"the random projections passed within finite-difference errors up to "
             f"{ctx.loose:.0%} of their value (f is uneven along random directions: stairs "
             "of a narrow format, or noise): a rule off by less would pass unseen there; "
-            "mode='full' judges each "
-            "entry to its own error, and checks a rule that rounds against f's slope "
-            "within one stair."
+            "mode='full' judges each entry to its own error, and checks a rule that "
+            "rounds against f's slope within one stair."
         )
     outcome = Outcome.FAILED if wrong else Outcome.INCONCLUSIVE if why else Outcome.PASSED
     row_eps, col_eps = ctx.row_eps, ctx.col_eps

@@ -333,13 +333,11 @@ def _rough(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
     is taken out (the median change: x²'s curvature over spacings a tenth wide is no
     thousandth of a float16 stair's height). A jump gives one up and one down, a kink
     one spike, an oscillation (``x + 1e-10·sin(1e7·x)``) changes of every size."""
-    gaps = onp.diff(offsets)[:, None]
+    d2, gaps = _slope_changes(Y, offsets)
     with onp.errstate(all="ignore"):
-        slopes = onp.diff(Y, axis=0) / gaps
-        d2 = onp.diff(slopes, axis=0)
         d2 = d2 - onp.median(d2, axis=0)
         top = onp.max(onp.abs(d2), axis=0)
-        rounding = 64.0 * onp.finfo(float).eps * onp.max(onp.abs(Y), axis=0) / onp.min(gaps)
+        rounding = values_rounding(Y) / onp.min(gaps)
         tol = onp.maximum(rounding, 1e-3 * top)
         big = onp.abs(d2) > tol
         ups, downs = onp.sum(d2 > tol, axis=0), onp.sum(d2 < -tol, axis=0)
@@ -353,12 +351,19 @@ JUMP_TRIES = 2
 TALLER = 64.0
 
 
+def _slope_changes(Y: onp.ndarray, offsets) -> tuple[onp.ndarray, onp.ndarray]:
+    """The changes of the slopes between neighbouring samples ``Y`` (points, rows) at
+    ``offsets``, and the gaps between the offsets (a column)."""
+    gaps = onp.diff(onp.asarray(offsets, dtype=float))[:, None]
+    with onp.errstate(all="ignore"):
+        return onp.diff(onp.diff(Y, axis=0) / gaps, axis=0), gaps
+
+
 def _jump_heights(Y: onp.ndarray, offsets: onp.ndarray) -> onp.ndarray:
     """Per column of samples, the tallest jump their slopes' changes could be (the
     largest change times the spacing)."""
-    gaps = onp.diff(offsets)[:, None]
+    d2, gaps = _slope_changes(Y, offsets)
     with onp.errstate(all="ignore"):
-        d2 = onp.diff(onp.diff(Y, axis=0) / gaps, axis=0)
         tall = onp.max(onp.abs(d2), axis=0) * float(onp.min(gaps))
     return onp.nan_to_num(tall, nan=0.0)
 
